@@ -1,0 +1,19 @@
+"""torchcx: fast complex numbers under torch.compile.
+
+Complex tensors are carried as two real tensors and every complex op is
+decomposed into real ops that Inductor can fuse. See README.md.
+"""
+
+from . import ops  # noqa: F401  (fills the op tables)
+from .tensor import COMPONENT_DTYPES, ComplexTensor, RealView, complex, complex_dtype_of, component_dtype_of
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COMPONENT_DTYPES",
+    "ComplexTensor",
+    "RealView",
+    "complex",
+    "complex_dtype_of",
+    "component_dtype_of",
+]

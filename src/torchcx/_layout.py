@@ -1,0 +1,81 @@
+"""How complex values cross into and out of real-only graphs.
+
+Note [Interleaved layouts]
+--------------------------
+A native complex tensor is one interleaved buffer (re, im, re, im, ...). A
+real-only graph takes it as a real tensor over the same memory (no copy) and
+unpacks the parts inside the graph, where Inductor fuses the unpacking into
+the first kernel that reads them; results are packed the same way, in the
+kernel that computes them.
+
+* complex64: int64 words (``x.view(torch.int64)``). The real part is the low
+  32 bits, the imaginary part the high 32 bits (little-endian), recovered with
+  an integer shift, a truncation and a bitcast. Inductor's CPU backend
+  vectorizes these; reading the parts as stride-2 floats instead makes it emit
+  a scalar loop (measured 4x slower on a fused elementwise kernel, see
+  benchmarks/boundary.py).
+* complex32: int32 words with 16-bit halves, likewise.
+* complex128: float64 pairs (``view_as_real``), parts read with stride 2: there
+  is no 128-bit integer to pack them into.
+
+Bit patterns survive exactly (signed zeros, nan payloads). On a big-endian
+machine every dtype uses pairs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import Tensor
+
+_LITTLE = sys.byteorder == "little"
+# complex dtype -> (word dtype, half-word dtype, part dtype, bits in a half word)
+_WORDS = {
+    torch.complex64: (torch.int64, torch.int32, torch.float32, 32),
+    torch.complex32: (torch.int32, torch.int16, torch.float16, 16),
+}
+
+
+def uses_words(dtype: torch.dtype) -> bool:
+    return _LITTLE and dtype in _WORDS
+
+
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the real tensor that carries complex ``dtype`` across a graph boundary."""
+    if uses_words(dtype):
+        return _WORDS[dtype][0]
+    return {torch.complex128: torch.float64, torch.complex64: torch.float32, torch.complex32: torch.float16}[dtype]
+
+
+def to_real(x: Tensor) -> Tensor:
+    """The real tensor over ``x``'s memory (no copy). ``x`` must not carry a conj/neg bit."""
+    if uses_words(x.dtype):
+        return x.view(_WORDS[x.dtype][0])
+    return torch.view_as_real(x)
+
+
+def from_real(t: Tensor, dtype: torch.dtype) -> Tensor:
+    """The complex tensor of ``dtype`` over ``t``'s memory (inverse of ``to_real``)."""
+    if uses_words(dtype):
+        return t.view(dtype)
+    return torch.view_as_complex(t)
+
+
+def unpack(t: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """(re, im) from ``to_real``'s tensor, as traceable real ops."""
+    if uses_words(dtype):
+        _, half, part, bits = _WORDS[dtype]
+        return t.to(half).view(part), (t >> bits).to(half).view(part)
+    return t.select(-1, 0), t.select(-1, 1)
+
+
+def pack(re: Tensor, im: Tensor, dtype: torch.dtype) -> Tensor:
+    """``to_real``'s tensor from (re, im), as traceable real ops (a new tensor)."""
+    if uses_words(dtype):
+        word, half, part, bits = _WORDS[dtype]
+        low = re.to(part).view(half).to(word) & ((1 << bits) - 1)
+        high = im.to(part).view(half).to(word) << bits
+        return low | high
+    part = real_dtype(dtype)
+    return torch.stack([re.to(part), im.to(part)], dim=-1)

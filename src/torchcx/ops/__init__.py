@@ -1,0 +1,22 @@
+"""Op tables: how each aten op is computed on the real parts of a ComplexTensor.
+
+One module per op family, each a table of implementations registered with
+``@register`` or a family decorator from ``_common``. Adding an op means adding
+it to its family's table; the OpInfo conformance tests find it automatically.
+See Note [How an op is resolved] in ``_registry``.
+"""
+
+from . import comparison, creation, extern, fft, indexing, linalg, pointwise, reductions, views  # noqa: F401  (registers the tables)
+from ._registry import DECOMPOSITION_DENYLIST, ComplexMode, describe_args, dispatch, register, registered_ops, resolve
+from .creation import to_component_dtype
+
+__all__ = [
+    "DECOMPOSITION_DENYLIST",
+    "ComplexMode",
+    "describe_args",
+    "dispatch",
+    "register",
+    "registered_ops",
+    "resolve",
+    "to_component_dtype",
+]

@@ -1,0 +1,299 @@
+"""The op table and the dispatcher that ComplexTensor's __torch_dispatch__ calls.
+
+Note [How an op is resolved]
+----------------------------
+``dispatch(func, args, kwargs)`` finds an implementation for the aten overload
+``func`` in this order, and caches the answer per overload:
+
+1. The table. Family modules fill it with ``@register(aten.exp)`` and friends;
+   a key is an ``OpOverload`` (one overload) or an ``OpOverloadPacket`` (all
+   overloads of the op). Registering a key twice is an error at import.
+2. In-place and ``out=`` variants of a registered functional op:
+   ``aten.mul_.Tensor`` runs ``aten.mul.Tensor`` and copies the result into
+   ``self``; ``aten.mul.out`` copies it into ``out``. Torch's casting rule for
+   in-place results applies (complex into a real tensor is an error).
+3. PyTorch's own decomposition of the op (``torch._decomp``), or its
+   CompositeImplicitAutograd kernel. These re-enter dispatch with simpler ops.
+   Decompositions that are wrong for complex inputs are listed, with the
+   reason, in ``DECOMPOSITION_DENYLIST``.
+4. Otherwise ``NotImplementedError`` naming the op and the argument dtypes:
+   never a silent wrong answer.
+
+Native complex tensors among the arguments are wrapped (zero-copy) as
+ComplexTensor before the implementation runs, so implementations see only
+ComplexTensor, real tensors and Python scalars.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch._ops import OpOverload, OpOverloadPacket
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+from ..tensor import ComplexTensor, RealView
+
+aten = torch.ops.aten
+
+Impl = Callable[..., Any]
+_TABLE: dict[OpOverload | OpOverloadPacket, Impl] = {}
+
+#: Ops whose torch._decomp decomposition must not be used on complex inputs.
+DECOMPOSITION_DENYLIST: dict[OpOverloadPacket, str] = {}
+
+#: Ops torchcx runs as extern kernels over interleaved data (LAPACK, vendor FFT).
+#: Filled by ``register_extern``; the compile backend and ``explain`` read it.
+EXTERN_OPS: set[OpOverloadPacket] = set()
+
+
+def register(*ops: OpOverload | OpOverloadPacket) -> Callable[[Impl], Impl]:
+    """Register the decorated function as the implementation of ``ops``."""
+
+    def decorator(fn: Impl) -> Impl:
+        for op in ops:
+            if op in _TABLE:
+                raise RuntimeError(
+                    f"torchcx: {op} registered twice: by {_TABLE[op].__qualname__} and by {fn.__qualname__}"
+                )
+            _TABLE[op] = fn
+        resolve.cache_clear()
+        return fn
+
+    return decorator
+
+
+def registered_ops() -> dict[OpOverload | OpOverloadPacket, Impl]:
+    """A copy of the table, for coverage reports."""
+    return dict(_TABLE)
+
+
+def _wrap_native(x: Any) -> Any:
+    if isinstance(x, Tensor) and not isinstance(x, (ComplexTensor, RealView)) and x.is_complex():
+        return ComplexTensor.from_interleaved(x)
+    return x
+
+
+def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run aten overload ``func`` on arguments that may include ComplexTensors."""
+    impl = resolve(func)
+    out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
+    if func._schema.is_mutable:
+        # An in-place or out= op returns the very tensor it mutated, not our wrapper of it.
+        out = _mutated_originals(func, args, kwargs, out)
+    return out
+
+
+def _mutated_originals(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
+    returns = func._schema.returns
+    if len(returns) != 1 or returns[0].alias_info is None:
+        return out
+    alias = returns[0].alias_info
+    for i, arg in enumerate(func._schema.arguments):
+        if (
+            arg.alias_info is not None
+            and arg.alias_info.is_write
+            and set(arg.alias_info.before_set) == set(alias.before_set)
+        ):
+            if arg.kwarg_only or i >= len(args):
+                return kwargs.get(arg.name, out)
+            return args[i]
+    return out
+
+
+@functools.cache
+def resolve(func: OpOverload) -> Impl:
+    """The implementation used for ``func`` (see Note [How an op is resolved])."""
+    impl = _TABLE.get(func) or _TABLE.get(func.overloadpacket)
+    if impl is not None:
+        return impl
+    variant = _mutating_variant(func)
+    if variant is not None:
+        return variant
+    decomposition = _decomposition(func)
+    if decomposition is not None:
+        return decomposition
+    return functools.partial(_not_implemented, func)
+
+
+def _not_implemented(func: OpOverload, *args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError(
+        f"torchcx: no complex decomposition for {func} with arguments ({describe_args(args, kwargs)})"
+    )
+
+
+def describe_args(args: Any, kwargs: dict[str, Any] | None = None) -> str:
+    """A short description of argument types/dtypes for error messages."""
+
+    def one(x: Any) -> str:
+        if isinstance(x, ComplexTensor):
+            return f"ComplexTensor[{x.component_dtype}]{list(x.shape)}"
+        if isinstance(x, Tensor):
+            return f"{type(x).__name__}[{x.dtype}]{list(x.shape)}"
+        if isinstance(x, (list, tuple)):
+            return "[" + ", ".join(one(v) for v in x) + "]"
+        return type(x).__name__
+
+    parts = [one(a) for a in args]
+    parts += [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    return ", ".join(parts)
+
+
+# -- in-place and out= variants ------------------------------------------------------
+
+
+def _functional_overload(func: OpOverload) -> OpOverload | None:
+    """The functional overload an in-place (``mul_``) or ``out=`` overload mirrors."""
+    schema = func._schema
+    name = func.overloadpacket.__name__
+    if schema.is_mutable and name.endswith("_") and not name.startswith("_"):
+        packet = getattr(aten, name[:-1], None)
+        overload = func._overloadname
+    elif any(a.is_out for a in schema.arguments):
+        packet, overload = func.overloadpacket, None
+    else:
+        return None
+    if packet is None:
+        return None
+    ins = [a for a in schema.arguments if not a.is_out]
+    candidates = [overload] if overload is not None else packet.overloads()
+    for name_ in candidates:
+        try:
+            op = getattr(packet, name_)
+        except AttributeError:
+            continue
+        if op is func or any(a.is_out for a in op._schema.arguments):
+            continue
+        theirs = op._schema.arguments
+        if [a.name for a in theirs] == [a.name for a in ins]:
+            return op
+    return None
+
+
+def _mutating_variant(func: OpOverload) -> Impl | None:
+    functional = _functional_overload(func)
+    if functional is None:
+        return None
+    if _TABLE.get(functional) is None and _TABLE.get(functional.overloadpacket) is None:
+        return None
+    out_names = [a.name for a in func._schema.arguments if a.is_out]
+    if not out_names:
+
+        def inplace(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = dispatch(functional, (self, *args), kwargs)
+            _copy_result(func, self, result)
+            return self
+
+        return inplace
+
+    def out_variant(*args: Any, **kwargs: Any) -> Any:
+        outs = [kwargs.pop(n) for n in out_names]
+        result = dispatch(functional, args, kwargs)
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        for out, value in zip(outs, results):
+            _resize_out(func, out, value)
+            _copy_result(func, out, value)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return out_variant
+
+
+def _copy_result(func: OpOverload, dst: Tensor, value: Any) -> None:
+    if isinstance(value, Tensor):
+        if not torch.can_cast(value.dtype, dst.dtype) and value.dtype != dst.dtype:
+            raise RuntimeError(
+                f"result type {_dtype_name(value)} can't be cast to the desired output type {_dtype_name(dst)} ({func})"
+            )
+        if value.shape != dst.shape and torch.broadcast_shapes(value.shape, dst.shape) != dst.shape:
+            raise RuntimeError(
+                f"output with shape {list(dst.shape)} doesn't match the broadcast shape {list(value.shape)} ({func})"
+            )
+    dst.copy_(value)
+
+
+def _resize_out(func: OpOverload, out: Tensor, value: Any) -> None:
+    if not isinstance(value, Tensor) or out.shape == value.shape:
+        return
+    if isinstance(out, ComplexTensor):
+        if out.numel() != 0:
+            raise RuntimeError(
+                f"torchcx: {func}: out= ComplexTensor has shape {list(out.shape)}, result {list(value.shape)}"
+            )
+        raise NotImplementedError(f"torchcx: {func}: resizing an out= ComplexTensor is not supported")
+    out.resize_(value.shape)
+
+
+def _dtype_name(t: Tensor) -> str:
+    if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16:
+        return "ComplexBFloat16"
+    names = {
+        torch.complex64: "ComplexFloat",
+        torch.complex128: "ComplexDouble",
+        torch.complex32: "ComplexHalf",
+        torch.float32: "Float",
+        torch.float64: "Double",
+        torch.float16: "Half",
+        torch.bfloat16: "BFloat16",
+    }
+    return names.get(t.dtype, str(t.dtype))
+
+
+# -- PyTorch's own decompositions ----------------------------------------------------
+
+
+@functools.cache
+def _core_decompositions() -> dict[OpOverload, Impl]:
+    # Only decompositions into core aten ops: the full table also lowers to prims,
+    # which have no complex semantics to speak of.
+    from torch._decomp import core_aten_decompositions
+
+    return dict(core_aten_decompositions())
+
+
+def _decomposition(func: OpOverload) -> Impl | None:
+    if func.overloadpacket in DECOMPOSITION_DENYLIST:
+        return None
+    decomposition = _core_decompositions().get(func)
+    if decomposition is not None:
+        return decomposition
+    if func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+        return func.decompose
+    return None
+
+
+# -- routing native ops ------------------------------------------------------------------
+
+
+def touches_complex(args: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether an op call has a complex tensor, complex scalar or complex dtype among its arguments."""
+    found = False
+
+    def visit(x: Any) -> Any:
+        nonlocal found
+        if isinstance(x, Tensor):
+            found = found or x.is_complex()
+        elif isinstance(x, complex) or (isinstance(x, torch.dtype) and x.is_complex):
+            found = True
+        return x
+
+    tree_map(visit, (args, kwargs))
+    return found
+
+
+class ComplexMode(TorchDispatchMode):
+    """Compute every op that touches complex values with torchcx's tables.
+
+    Inside this mode even ops on native complex tensors, and factories asked for
+    a complex dtype (``torch.zeros(3, dtype=torch.cfloat)``), are decomposed;
+    their complex results are ComplexTensors. Real ops run as usual.
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        kwargs = kwargs or {}
+        if touches_complex(args, kwargs):
+            return dispatch(func, args, kwargs)
+        return func(*args, **kwargs)

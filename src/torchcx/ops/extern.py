@@ -1,0 +1,268 @@
+"""Extern kernels: ops computed by PyTorch's own complex kernel on interleaved data.
+
+Note [Extern kernels]
+---------------------
+Some ops do not decompose into fusable real ops, or not yet: LAPACK
+factorizations, the vendor FFT, and (in compiled graphs) any op torchcx has no
+decomposition for. They run as the native complex kernel. In eager mode that
+is a direct call on the interleaved tensor (zero-copy for a ComplexTensor made
+by ``from_interleaved``). Inside a traced graph it is one custom op,
+``torchcx::extern``, that takes and returns *real* tensors in the layouts of
+Note [Interleaved layouts]: the graph stays real-only, Inductor fuses the
+packing of the inputs into their producers and the unpacking of the outputs
+into their consumers, and ``torchcx.explain`` lists every such call.
+
+Parts of float16/bfloat16 are computed in complex64 and rounded back (no
+vendor library computes complex with those parts).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch._ops import OpOverload
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+from .. import _layout
+from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of, component_dtype_of
+from ._common import Op, overloads_of
+from ._registry import EXTERN_OPS, register
+
+aten = torch.ops.aten
+
+
+def register_extern(*ops: Op) -> None:
+    """Compute every overload of ``ops`` with the native complex kernel (Note [Extern kernels])."""
+    for overload in overloads_of(*ops):
+        EXTERN_OPS.add(overload.overloadpacket)
+        register(overload)(_make_extern(overload))
+
+
+def _make_extern(op: OpOverload) -> Callable[..., Any]:
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        return call_extern(op, args, kwargs)
+
+    impl.__name__ = impl.__qualname__ = op.overloadpacket.__name__.lstrip("_") + "_impl"
+    return impl
+
+
+def _native_dtype(part: torch.dtype) -> torch.dtype:
+    """The complex dtype a native kernel computes parts of ``part`` in."""
+    return torch.complex64 if part in (torch.float16, torch.bfloat16) else complex_dtype_of(part)
+
+
+def _low_precision(args: Any) -> torch.dtype | None:
+    """float16/bfloat16 if every complex input has such parts: outputs are rounded to it."""
+    parts = [x.component_dtype for x in tree_flatten(args)[0] if isinstance(x, ComplexTensor)]
+    if parts and all(p in (torch.float16, torch.bfloat16) for p in parts):
+        return torch.float16 if all(p == torch.float16 for p in parts) else torch.bfloat16
+    return None
+
+
+def _round_to(x: Any, low: torch.dtype | None) -> Any:
+    if low is None or not isinstance(x, Tensor):
+        return x
+    if isinstance(x, ComplexTensor):
+        return ComplexTensor(x.re.to(low), x.im.to(low))
+    return x.to(low) if x.dtype.is_floating_point else x
+
+
+def _is_traced(args: Any) -> bool:
+    for x in tree_flatten(args)[0]:
+        if isinstance(x, ComplexTensor) and (_is_fake_like(x.re) or _is_fake_like(x.im)):
+            return True
+        if isinstance(x, Tensor) and not isinstance(x, (ComplexTensor, RealView)) and _is_fake_like(x):
+            return True
+    return False
+
+
+def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``op`` with its native complex kernel; ComplexTensor in, ComplexTensor out."""
+    low = _low_precision((args, kwargs))
+    if _is_traced((args, kwargs)):
+        out = _call_traced(op, args, kwargs)
+    else:
+        out = op(*tree_map(_to_native, args), **tree_map(_to_native, kwargs))
+        out = tree_map(_from_native, out)
+    return tree_map(lambda x: _round_to(x, low), out)
+
+
+def _to_native(x: Any) -> Any:
+    if isinstance(x, ComplexTensor):
+        return x.to_interleaved(_native_dtype(x.component_dtype))
+    if isinstance(x, RealView):
+        return x.materialize()
+    return x
+
+
+def _from_native(x: Any) -> Any:
+    if isinstance(x, Tensor) and x.is_complex():
+        return ComplexTensor.from_interleaved(x)
+    return x
+
+
+# -- the custom op ---------------------------------------------------------------------------
+
+_SCALAR_TYPES = (bool, int, float, str, type(None))
+
+
+def encode(args: Any, kwargs: dict[str, Any]) -> tuple[str, list[Tensor], list[Any]]:
+    """(spec, tensors, symbolic ints) describing an op call with real tensors only.
+
+    Complex tensors become real tensors in the layout of their dtype
+    (Note [Interleaved layouts]); the JSON spec records which, so that the
+    kernel can view them as complex again. The spec is deterministic, as
+    Inductor's graph cache keys on it.
+    """
+    tensors: list[Tensor] = []
+    ints: list[Any] = []
+    leaves, treespec = tree_flatten((list(args), kwargs))
+    encoded = []
+    for x in leaves:
+        if isinstance(x, ComplexTensor):
+            dtype = _native_dtype(x.component_dtype)
+            part = component_dtype_of(dtype)
+            tensors.append(_layout.pack(x.re.to(part), x.im.to(part), dtype))
+            encoded.append({"tensor": len(tensors) - 1, "complex": str(dtype)})
+        elif isinstance(x, Tensor):
+            tensors.append(x.materialize() if isinstance(x, RealView) else x)
+            encoded.append({"tensor": len(tensors) - 1})
+        elif isinstance(x, torch.SymInt):
+            ints.append(x)
+            encoded.append({"symint": len(ints) - 1})
+        elif isinstance(x, complex):
+            encoded.append({"complex_scalar": [_float(x.real), _float(x.imag)]})
+        elif isinstance(x, float):
+            encoded.append({"float": _float(x)})
+        elif isinstance(x, torch.dtype):
+            encoded.append({"dtype": str(x)})
+        elif isinstance(x, (torch.device, torch.layout, torch.memory_format)):
+            encoded.append({type(x).__name__: str(x)})
+        elif isinstance(x, _SCALAR_TYPES):
+            encoded.append({"value": x})
+        else:
+            raise NotImplementedError(f"torchcx: cannot pass {type(x).__name__} to an extern kernel")
+    spec = json.dumps({"tree": _treespec_to_json(treespec), "leaves": encoded}, sort_keys=True)
+    return spec, tensors, ints
+
+
+def _float(v: float) -> Any:
+    return repr(v) if (math.isinf(v) or math.isnan(v)) else v
+
+
+def _treespec_to_json(spec: Any) -> str:
+    from torch.utils._pytree import treespec_dumps
+
+    return treespec_dumps(spec)
+
+
+def decode(spec: str, tensors: list[Tensor], ints: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    from torch.utils._pytree import treespec_loads
+
+    data = json.loads(spec)
+    leaves = []
+    for item in data["leaves"]:
+        kind, value = ("tensor", None) if "tensor" in item else next(iter(item.items()))
+        if kind == "tensor":
+            t = tensors[item["tensor"]]
+            if "complex" in item:
+                t = _layout.from_real(t, _DTYPES[item["complex"]])
+            leaves.append(t)
+        elif kind == "symint":
+            leaves.append(ints[value])
+        elif kind == "complex_scalar":
+            leaves.append(complex(float(value[0]), float(value[1])))
+        elif kind == "float":
+            leaves.append(float(value))
+        elif kind == "dtype":
+            leaves.append(_DTYPES[value])
+        elif kind == "device":
+            leaves.append(torch.device(value))
+        elif kind == "layout":
+            leaves.append(getattr(torch, value.replace("torch.", "")))
+        elif kind == "memory_format":
+            leaves.append(getattr(torch, value.replace("torch.", "")))
+        else:
+            leaves.append(value)
+    args, kwargs = tree_unflatten(leaves, treespec_loads(data["tree"]))
+    return tuple(args), kwargs
+
+
+_DTYPES = {str(d): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
+
+
+def _op_from_name(name: str) -> OpOverload:
+    namespace, rest = name.split("::")
+    packet_name, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, namespace), packet_name)
+    return getattr(packet, overload or "default")
+
+
+def op_name(op: OpOverload) -> str:
+    return f"{op._schema.name}.{op._overloadname}"
+
+
+@torch.library.custom_op("torchcx::extern", mutates_args=())
+def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
+    """The native kernel of aten op ``op`` on interleaved inputs (Note [Extern kernels])."""
+    args, kwargs = decode(spec, tensors, ints)
+    out = _op_from_name(op)(*args, **kwargs)
+    leaves = [x for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
+    inputs = {StorageWeakRef(t.untyped_storage()) for t in tensors}
+    results = []
+    for x in leaves:
+        if x.is_complex():
+            x = _layout.to_real(x.resolve_conj().resolve_neg())
+        if StorageWeakRef(x.untyped_storage()) in inputs:
+            x = x.clone()  # a custom op's outputs may not alias its inputs
+        results.append(x)
+    return results
+
+
+@extern_kernel.register_fake
+def _extern_kernel_fake(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
+    args, kwargs = decode(spec, tensors, ints)
+    out = _op_from_name(op)(*args, **kwargs)
+    return [
+        (_layout.to_real(x) if x.is_complex() else x).clone() for x in tree_flatten(out)[0] if isinstance(x, Tensor)
+    ]
+
+
+def _call_traced(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The custom-op call inside a traced graph; outputs unpacked back into parts."""
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+
+    # Output structure and dtypes from a fake run of the native op (not recorded).
+    with disable_proxy_modes_tracing():
+        meta_out = op(*tree_map(_fake_native, args), **tree_map(_fake_native, kwargs))
+    spec, tensors, ints = encode(args, kwargs)
+    real_outs = iter(torch.ops.torchcx.extern(op_name(op), spec, tensors, ints))
+    meta_leaves, meta_spec = tree_flatten(meta_out)
+    leaves = []
+    for m in meta_leaves:
+        if not isinstance(m, Tensor):
+            leaves.append(m)
+            continue
+        t = next(real_outs)
+        if m.is_complex():
+            re, im = _layout.unpack(t, m.dtype)
+            t = ComplexTensor(re, im)
+        leaves.append(t)
+    return tree_unflatten(leaves, meta_spec)
+
+
+def _fake_native(x: Any) -> Any:
+    """A stand-in native tensor with ``x``'s metadata, for computing output metadata."""
+    if isinstance(x, ComplexTensor):
+        return torch.empty_strided(x.shape, x.re.stride(), dtype=_native_dtype(x.component_dtype), device=x.device)
+    if isinstance(x, RealView):
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if isinstance(x, Tensor):
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    return x

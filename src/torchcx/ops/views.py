@@ -1,0 +1,185 @@
+"""View ops: a view of a ComplexTensor is a ComplexTensor of views of its parts.
+
+Also the views that change what the elements are: ``view_as_real`` (see
+Note [view_as_real of a planar tensor] in tensor.py), ``view_as_complex``,
+``_conj`` (a lazily negated imaginary part) and ``view(dtype)``; and the
+dispatcher of :class:`~torchcx.tensor.RealView`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils._pytree import tree_map
+
+from ..tensor import ComplexTensor, RealView, _interleaved_pair
+from ._common import partwise
+from ._registry import register
+
+aten = torch.ops.aten
+
+partwise(
+    aten.view.default,
+    aten._unsafe_view,
+    aten._reshape_alias,
+    aten.reshape,
+    aten.expand,
+    aten.permute,
+    aten.transpose.int,
+    aten.t,
+    aten.squeeze,
+    aten.unsqueeze,
+    aten.select.int,
+    aten.slice.Tensor,
+    aten.narrow,
+    aten.diagonal,
+    aten.unfold,
+    aten.split,
+    aten.split_with_sizes,
+    aten.unsafe_split,
+    aten.unsafe_split_with_sizes,
+    aten.unbind.int,
+    aten.chunk,
+    aten.alias,
+    aten.detach,
+    aten.lift_fresh,
+    aten.movedim,
+    aten.view_copy.default,
+    aten.expand_copy,
+    aten.permute_copy,
+    aten.transpose_copy.int,
+    aten.t_copy,
+    aten.squeeze_copy,
+    aten.unsqueeze_copy,
+    aten.select_copy.int,
+    aten.slice_copy.Tensor,
+    aten.diagonal_copy,
+    aten.unfold_copy,
+    aten.split_copy,
+    aten.split_with_sizes_copy,
+    aten.unbind_copy.int,
+    aten.alias_copy,
+    aten.detach_copy,
+    aten.narrow_copy,
+    aten.as_strided_copy,
+)
+
+
+@register(aten.as_strided.default)
+def as_strided_impl(x: ComplexTensor, size: Any, stride: Any, storage_offset: Any = None) -> ComplexTensor:
+    # The outer tensor's offset is re's (Note [Planar representation]); im sits at its own.
+    if storage_offset is None:
+        return ComplexTensor(x.re.as_strided(size, stride), x.im.as_strided(size, stride))
+    shift = x.im.storage_offset() - x.re.storage_offset()
+    return ComplexTensor(
+        x.re.as_strided(size, stride, storage_offset),
+        x.im.as_strided(size, stride, storage_offset + shift),
+    )
+
+
+@register(aten._conj)
+def conj_impl(x: ComplexTensor) -> ComplexTensor:
+    # conj() is a view in torch: negate im lazily (a neg-bit view), so writes to
+    # x stay visible through the conjugate and vice versa.
+    return ComplexTensor(aten.alias(x.re), x.im._neg_view())
+
+
+@register(aten._neg_view)
+def neg_view_impl(x: ComplexTensor) -> ComplexTensor:
+    return ComplexTensor(x.re._neg_view(), x.im._neg_view())
+
+
+@register(aten.view_as_real)
+def view_as_real_impl(x: ComplexTensor) -> Tensor:
+    pair = _interleaved_pair(x.re, x.im)
+    if pair is not None:
+        return pair
+    return RealView(x.re, x.im)
+
+
+@register(aten.view_as_complex)
+def view_as_complex_impl(x: Tensor) -> ComplexTensor:
+    if isinstance(x, RealView):
+        return ComplexTensor(aten.alias(x.re), aten.alias(x.im))
+    if x.shape[-1:] != (2,):
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    return ComplexTensor(x.select(-1, 0), x.select(-1, 1))
+
+
+@register(aten.view.dtype)
+def view_dtype_impl(x: ComplexTensor, dtype: torch.dtype) -> Tensor:
+    if dtype == x.dtype:
+        return ComplexTensor(aten.alias(x.re), aten.alias(x.im))
+    pair = _interleaved_pair(x.re, x.im)
+    if pair is None or dtype.is_complex:
+        raise NotImplementedError(
+            f"torchcx: view(dtype={dtype}) of a ComplexTensor needs its parts in one interleaved "
+            "buffer (from_interleaved); use torch.view_as_real for a real view"
+        )
+    return torch.view_as_complex(pair).view(dtype)
+
+
+# -- RealView ----------------------------------------------------------------------------
+
+_LEADING_DIM_VIEWS = {
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.unsqueeze.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.transpose.int,
+}
+
+
+def dispatch_real_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``func`` where some arguments are RealViews (Note [view_as_real of a planar tensor])."""
+    view = args[0] if args and isinstance(args[0], RealView) else None
+    if view is not None and not kwargs:
+        last = view.dim() - 1
+        if func is aten.view_as_complex.default:
+            return ComplexTensor(aten.alias(view.re), aten.alias(view.im))
+        if func is aten.select.int and args[1] % view.dim() == last:
+            part = view.re if args[2] % 2 == 0 else view.im
+            return aten.alias(part)
+        if func is aten.unbind.int and args[1] % view.dim() == last:
+            return aten.alias(view.re), aten.alias(view.im)
+        if func in _LEADING_DIM_VIEWS and all(d % view.dim() != last for d in _dims_of(func, args)):
+            return RealView(func(view.re, *args[1:]), func(view.im, *args[1:]))
+    if func._schema.is_mutable:
+        return _mutate_through(func, args, kwargs)
+    return func(*tree_map(_materialize, args), **tree_map(_materialize, kwargs))
+
+
+def _dims_of(func: Any, args: tuple[Any, ...]) -> list[int]:
+    if func in (aten.slice.Tensor, aten.select.int, aten.unsqueeze.default):
+        return [args[1] if len(args) > 1 else 0]
+    if func is aten.transpose.int:
+        return [args[1], args[2]]
+    return []
+
+
+def _materialize(x: Any) -> Any:
+    return x.materialize() if isinstance(x, RealView) else x
+
+
+def _mutate_through(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run a mutating op on materialized copies, then write them back into the parts."""
+    copies: list[tuple[RealView, Tensor]] = []
+
+    def materialize(x: Any) -> Any:
+        if isinstance(x, RealView):
+            m = x.materialize()
+            copies.append((x, m))
+            return m
+        return x
+
+    out = func(*tree_map(materialize, args), **tree_map(materialize, kwargs))
+    for view, m in copies:
+        view.re.copy_(m[..., 0])
+        view.im.copy_(m[..., 1])
+    for view, m in copies:
+        if out is m:
+            return view
+    return out

@@ -1,0 +1,420 @@
+"""ComplexTensor: a complex tensor carried as two real tensors.
+
+Note [Planar representation]
+----------------------------
+A ComplexTensor holds its real and imaginary parts as two real tensors, ``re``
+and ``im``, of equal shape, dtype and device. Where they live is free: two
+separate buffers (what ops produce), two stride-2 views of one interleaved
+buffer (what ``from_interleaved`` produces; writes through either reach the
+other), or a lazily negated view (what ``conj()`` produces). Every op is
+decomposed into real ops on the two parts (``torchcx.ops``). A view of a
+ComplexTensor is a ComplexTensor of views of both parts, so in-place ops
+through any view reach exactly the memory a native complex tensor's would.
+
+The outer (wrapper) tensor reports the size, strides and storage offset of
+``re``: views and ``as_strided`` on a ComplexTensor are those of ``re``,
+applied to ``im`` at its own offset.
+
+Note [dtype of a ComplexTensor]
+-------------------------------
+``dtype`` is the torch complex dtype of the same width as the parts:
+float64 -> complex128, float32 -> complex64, float16 -> complex32 (chalf).
+PyTorch has no complex dtype with bfloat16 parts, so a bfloat16 ComplexTensor
+reports ``torch.complex32`` as well: the only complex dtype of its width, which
+keeps ``element_size()``, memory accounting and autograd's dtype checks right.
+``component_dtype`` tells the two apart (``torch.bfloat16`` or
+``torch.float16``) and ``repr`` shows it. ``.to(torch.complex64)`` converts the
+parts to float32; ``with_component_dtype(torch.bfloat16)`` makes bfloat16 parts.
+Arithmetic on float16/bfloat16 parts is computed in float32 and rounded once
+per op, as PyTorch does for float16/bfloat16 real tensors.
+
+Note [view_as_real of a planar tensor]
+--------------------------------------
+``torch.view_as_real`` must return a real ``[..., 2]`` tensor that *aliases*
+the complex one (``x.real`` is ``view_as_real(x)[..., 0]``, and users write
+through it). When the two parts are the two halves of one interleaved buffer
+that is a plain strided view. Otherwise no strided real tensor can alias both
+parts, so ``view_as_real`` returns a :class:`RealView`: a real tensor whose
+last dimension selects ``re`` or ``im``. Selecting along it gives a plain view
+of the part; in-place ops write back to both parts; any other op sees the
+values (a stacked copy), as a read of a view would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.multiprocessing.reductions import StorageWeakRef
+
+__all__ = [
+    "ComplexTensor",
+    "RealView",
+    "complex",
+    "complex_dtype_of",
+    "component_dtype_of",
+    "COMPONENT_DTYPES",
+]
+
+#: Real dtypes a ComplexTensor's parts may have.
+COMPONENT_DTYPES: tuple[torch.dtype, ...] = (
+    torch.float64,
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+)
+
+_COMPLEX_OF = {
+    torch.float64: torch.complex128,
+    torch.float32: torch.complex64,
+    torch.float16: torch.complex32,
+    torch.bfloat16: torch.complex32,
+}
+_COMPONENT_OF = {
+    torch.complex128: torch.float64,
+    torch.complex64: torch.float32,
+    torch.complex32: torch.float16,
+}
+
+
+def complex_dtype_of(component: torch.dtype) -> torch.dtype:
+    """The torch complex dtype reported for parts of dtype ``component``."""
+    try:
+        return _COMPLEX_OF[component]
+    except KeyError:
+        raise TypeError(f"torchcx: complex parts must be one of {list(_COMPLEX_OF)}, got {component}") from None
+
+
+def component_dtype_of(dtype: torch.dtype) -> torch.dtype:
+    """The part dtype of a native complex dtype (complex64 -> float32)."""
+    try:
+        return _COMPONENT_OF[dtype]
+    except KeyError:
+        raise TypeError(f"torchcx: {dtype} is not a complex dtype") from None
+
+
+def _is_fake_like(t: Tensor) -> bool:
+    """True for tensors without readable data (fake, meta, functional, proxies)."""
+    return (
+        type(t) is not Tensor and not isinstance(t, torch.nn.Parameter) or t.is_meta or torch._is_functional_tensor(t)
+    )
+
+
+def _check_parts(re: Tensor, im: Tensor) -> None:
+    if not isinstance(re, Tensor) or not isinstance(im, Tensor):
+        raise TypeError("torchcx: ComplexTensor parts must be tensors")
+    if re.dtype not in _COMPLEX_OF:
+        raise TypeError(f"torchcx: complex parts must be one of {list(_COMPLEX_OF)}, got {re.dtype}")
+    if re.dtype != im.dtype:
+        raise TypeError(f"torchcx: parts differ in dtype: {re.dtype} and {im.dtype}")
+    if re.shape != im.shape:
+        raise ValueError(f"torchcx: parts differ in shape: {tuple(re.shape)} and {tuple(im.shape)}")
+    if re.device != im.device:
+        raise ValueError(f"torchcx: parts differ in device: {re.device} and {im.device}")
+
+
+def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
+    """The real ``[..., 2]`` view covering both parts, if they interleave in one buffer.
+
+    That is: same storage, same strides, ``im`` one element after ``re``, no
+    lazy negation. Returns None otherwise. Works on fake tensors too (storage
+    identity is tracked by fake and functional tensors alike).
+    """
+    if re.is_neg() or im.is_neg() or re.stride() != im.stride():
+        return None
+    if StorageWeakRef(re.untyped_storage()) != StorageWeakRef(im.untyped_storage()):
+        return None
+    if im.storage_offset() != re.storage_offset() + 1:
+        return None
+    return re.as_strided((*re.shape, 2), (*re.stride(), 1), re.storage_offset())
+
+
+class _PlanarBase(Tensor):
+    """Shared machinery of ComplexTensor and RealView: two real inner tensors."""
+
+    re: Tensor
+    im: Tensor
+
+    # Ops are decomposed below autograd, in __torch_dispatch__; keep
+    # __torch_function__ off so that Dynamo and autograd see a plain tensor.
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __tensor_flatten__(self) -> tuple[list[str], Any]:
+        return ["re", "im"], None
+
+    @property
+    def component_dtype(self) -> torch.dtype:
+        """dtype of the real and imaginary parts (float64/32/16 or bfloat16)."""
+        return self.re.dtype
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        # torch.save/pickle: the parts are ordinary tensors, so rebuild from them.
+        return (_rebuild, (type(self).__name__, self.re, self.im, self.requires_grad))
+
+
+class ComplexTensor(_PlanarBase):
+    """A complex tensor stored as two real tensors, ``re`` and ``im``.
+
+    Behaves like a native complex tensor: every torch function and tensor
+    method works on it and returns the same values (each op is decomposed into
+    real ops); views alias and in-place ops mutate as a native tensor's would.
+    See Note [dtype of a ComplexTensor] for bfloat16/float16 parts.
+
+    Example::
+
+        >>> import torch, torchcx
+        >>> z = torchcx.complex(torch.tensor([1.0, 2.0]), torch.tensor([0.5, -1.0]))
+        >>> (z * 1j).exp()
+        ComplexTensor([0.4750+0.7398j, 0.5403+0.8415j])
+    """
+
+    @staticmethod
+    def __new__(
+        cls,
+        re: Tensor,
+        im: Tensor,
+        *,
+        requires_grad: bool = False,
+        size: Any = None,
+        stride: Any = None,
+    ) -> ComplexTensor:
+        _check_parts(re, im)
+        self = Tensor._make_wrapper_subclass(
+            cls,
+            re.shape if size is None else size,
+            strides=re.stride() if stride is None else stride,
+            storage_offset=re.storage_offset(),
+            dtype=_COMPLEX_OF[re.dtype],
+            device=re.device,
+            requires_grad=requires_grad,
+        )
+        self.re = re
+        self.im = im
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        from .ops import dispatch
+
+        return dispatch(func, args, kwargs or {})
+
+    @staticmethod
+    def __tensor_unflatten__(inner: dict[str, Tensor], meta: Any, outer_size: Any, outer_stride: Any) -> ComplexTensor:
+        return ComplexTensor(inner["re"], inner["im"], size=outer_size, stride=outer_stride)
+
+    # -- conversions ---------------------------------------------------------------
+
+    @staticmethod
+    def from_interleaved(t: Tensor) -> ComplexTensor:
+        """Wrap a native complex tensor without copying.
+
+        The parts are stride-2 views of ``t``'s memory: writes through the
+        ComplexTensor are visible in ``t`` and vice versa. A conjugated view
+        (``t.is_conj()``) gives a lazily negated imaginary part, still aliasing.
+        """
+        if isinstance(t, ComplexTensor):
+            return t
+        if not isinstance(t, Tensor) or not t.is_complex():
+            raise TypeError(f"torchcx.from_interleaved: expected a complex tensor, got {_describe(t)}")
+        conj, neg = t.is_conj(), t.is_neg()
+        base = t
+        if conj:
+            base = base.conj()  # the unconjugated view: same memory, bit cleared
+        if neg:
+            base = base._neg_view()  # likewise for the negation bit
+        pair = torch.view_as_real(base)
+        re, im = pair[..., 0], pair[..., 1]
+        if neg:
+            re, im = re._neg_view(), im._neg_view()
+        if conj:
+            im = im._neg_view()
+        return ComplexTensor(re, im)
+
+    def to_interleaved(self, dtype: torch.dtype | None = None) -> Tensor:
+        """A native complex tensor with these values.
+
+        Zero-copy when the parts are the two halves of one interleaved buffer
+        (e.g. made by ``from_interleaved``); otherwise a new interleaved tensor.
+        bfloat16 parts have no native complex dtype: pass ``dtype``
+        (e.g. ``torch.complex64``) to choose one.
+        """
+        if dtype is None:
+            if self.re.dtype == torch.bfloat16:
+                raise TypeError(
+                    "torchcx: PyTorch has no complex dtype with bfloat16 parts; "
+                    "call to_interleaved(torch.complex64) (or complex32) to convert"
+                )
+            dtype = _COMPLEX_OF[self.re.dtype]
+        part_dtype = component_dtype_of(dtype)
+        if part_dtype == self.re.dtype:
+            pair = _interleaved_pair(self.re, self.im)
+            if pair is not None and _viewable_as_complex(pair):
+                return torch.view_as_complex(pair)
+        re, im = self.re.to(part_dtype), self.im.to(part_dtype)
+        out = torch.empty((*re.shape, 2), dtype=part_dtype, device=re.device)
+        out[..., 0] = re
+        out[..., 1] = im
+        return torch.view_as_complex(out)
+
+    def with_component_dtype(self, dtype: torch.dtype) -> ComplexTensor:
+        """This tensor with parts converted to ``dtype`` (e.g. ``torch.bfloat16``).
+
+        Differentiable. The same as ``.to(complex_dtype)`` for dtypes torch has.
+        """
+        complex_dtype_of(dtype)  # validates
+        if dtype == self.re.dtype:
+            return self
+        from . import ops
+
+        return ops.to_component_dtype(self, dtype)
+
+    # Methods that read data straight from memory in C++ (no dispatch).
+    def tolist(self) -> Any:
+        return self._printable().tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        return self._printable().numpy(force=force)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        arr = self.numpy(force=True)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def _printable(self) -> Tensor:
+        """Detached interleaved copy in a dtype NumPy and the printer know."""
+        with torch.no_grad():
+            t = ComplexTensor(self.re.detach(), self.im.detach())
+            if self.re.dtype in (torch.float16, torch.bfloat16):
+                return t.to_interleaved(torch.complex64)
+            return t.to_interleaved()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return _repr(self, "ComplexTensor", self.dtype == torch.complex64)
+
+
+class RealView(_PlanarBase):
+    """``torch.view_as_real`` of a ComplexTensor whose parts are not interleaved.
+
+    A real tensor of shape ``(*z.shape, 2)`` aliasing ``z``: index ``[..., 0]``
+    is a plain view of ``re`` and ``[..., 1]`` of ``im``; in-place ops write to
+    both; other ops read its values. See Note [view_as_real of a planar tensor].
+    """
+
+    @staticmethod
+    def __new__(cls, re: Tensor, im: Tensor, *, requires_grad: bool = False) -> RealView:
+        _check_parts(re, im)
+        self = Tensor._make_wrapper_subclass(
+            cls,
+            (*re.shape, 2),
+            strides=(*(2 * s for s in re.stride()), 1),
+            storage_offset=2 * re.storage_offset(),
+            dtype=re.dtype,
+            device=re.device,
+            requires_grad=requires_grad,
+        )
+        self.re = re
+        self.im = im
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        from .ops.views import dispatch_real_view
+
+        return dispatch_real_view(func, args, kwargs or {})
+
+    @staticmethod
+    def __tensor_unflatten__(inner: dict[str, Tensor], meta: Any, outer_size: Any, outer_stride: Any) -> RealView:
+        return RealView(inner["re"], inner["im"])
+
+    def materialize(self) -> Tensor:
+        """The values as an ordinary real tensor (a copy)."""
+        return torch.stack([self.re, self.im], dim=-1)
+
+    def tolist(self) -> Any:
+        return self.materialize().tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        return self.materialize().detach().numpy(force=force)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return _repr(self, "RealView", self.dtype == torch.get_default_dtype())
+
+
+def _viewable_as_complex(pair: Tensor) -> bool:
+    # view_as_complex needs even strides and offset (a whole number of complex elements).
+    if pair.storage_offset() % 2:
+        return False
+    return all(s % 2 == 0 for s, n in zip(pair.stride()[:-1], pair.shape[:-1]) if n > 1)
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, Tensor):
+        return f"{type(x).__name__}(dtype={x.dtype})"
+    return type(x).__name__
+
+
+def _repr(t: _PlanarBase, name: str, default_dtype: bool) -> str:
+    indent = len(name) + 1
+    if _is_fake_like(t.re) or _is_fake_like(t.im):
+        body = f"..., size={tuple(t.shape)}"
+    else:
+        values = t._printable() if isinstance(t, ComplexTensor) else t.materialize().detach()
+        body = torch._tensor_str._tensor_str(values, indent)
+    suffixes = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    if isinstance(t, ComplexTensor) and t.re.dtype in (torch.float16, torch.bfloat16):
+        suffixes.append(f"component_dtype={t.re.dtype}")
+    elif not default_dtype:
+        suffixes.append(f"dtype={t.dtype}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return f"{name}({', '.join([body, *suffixes])})"
+
+
+def _rebuild(kind: str, re: Tensor, im: Tensor, requires_grad: bool) -> Tensor:
+    cls = {"ComplexTensor": ComplexTensor, "RealView": RealView}[kind]
+    return cls(re, im, requires_grad=requires_grad)
+
+
+# torch.load(weights_only=True) only rebuilds allowlisted types.
+torch.serialization.add_safe_globals([_rebuild])
+
+
+def complex(re: Tensor, im: Tensor) -> ComplexTensor:  # noqa: A001 (mirrors torch.complex)
+    """A ComplexTensor with real part ``re`` and imaginary part ``im``.
+
+    Like ``torch.complex``, but keeps the parts as they are (no copy, any of
+    float64/float32/float16/bfloat16) and returns a ComplexTensor. Broadcasts
+    ``re`` and ``im``; differentiable with respect to both.
+    """
+    if not isinstance(re, Tensor) or not isinstance(im, Tensor):
+        raise TypeError("torchcx.complex: re and im must be tensors")
+    if re.dtype != im.dtype:
+        raise TypeError(f"torchcx.complex: re and im differ in dtype: {re.dtype} and {im.dtype}")
+    complex_dtype_of(re.dtype)
+    if re.shape != im.shape:
+        re, im = torch.broadcast_tensors(re, im)
+    if torch.is_grad_enabled() and (re.requires_grad or im.requires_grad):
+        return _Complex.apply(re, im)
+    return ComplexTensor(re, im)
+
+
+class _Complex(torch.autograd.Function):
+    """Differentiable torchcx.complex: d(re + i im) -> (grad.real, grad.imag)."""
+
+    @staticmethod
+    def forward(ctx: Any, re: Tensor, im: Tensor) -> ComplexTensor:
+        return ComplexTensor(re.detach(), im.detach())
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, Tensor]:
+        return torch.real(grad), torch.imag(grad)

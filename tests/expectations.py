@@ -1,0 +1,80 @@
+"""What the OpInfo conformance tests expect of each op: data, each with a reason.
+
+Keys are OpInfo ids (``name`` or ``name.variant``); a value applies to every
+dtype unless keyed ``(id, dtype)``. An op listed in XFAIL is run and must fail
+(a pass is reported, so the entry can be removed); SKIP is not run at all.
+Neither counts as passing in the coverage summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# Results that are not values: compare dtype and shape only.
+METADATA_ONLY: dict[str, str] = {
+    "empty": "uninitialized memory",
+    "empty_like": "uninitialized memory",
+    "empty_strided": "uninitialized memory",
+    "empty_permuted": "uninitialized memory",
+    "new_empty": "uninitialized memory",
+    "new_empty_strided": "uninitialized memory",
+    "randn": "random numbers: torchcx draws the parts from the same distribution, not the same stream",
+    "randn_like": "random numbers",
+    "rand_like": "random numbers",
+    "normal.in_place": "random numbers",
+    "uniform": "random numbers",
+    "nn.functional.feature_alpha_dropout.without_train": "random numbers",
+    "svd_lowrank": "randomized algorithm",
+    "pca_lowrank": "randomized algorithm",
+}
+
+# Known failures, with the reason; (suite, id) or id keys. One section per op family.
+XFAIL: dict[str | tuple[str, str], str] = {
+    # -- pointwise and comparison --
+    # -- reductions --
+    # -- indexing, views, creation --
+    # -- linalg and fft --
+    # -- compile --
+}
+
+SKIP: dict[str | tuple[str, str], str] = {
+    "jiterator_2inputs_2outputs": "CUDA-only jiterator op",
+    "jiterator_4inputs_with_extra_args": "CUDA-only jiterator op",
+    "jiterator_binary": "CUDA-only jiterator op",
+    "jiterator_binary_return_by_ref": "CUDA-only jiterator op",
+    "jiterator_unary": "CUDA-only jiterator op",
+}
+
+# (rtol, atol, reason) for ops whose decomposition rounds differently from eager's kernel.
+TOLERANCE: dict[str | tuple[str, torch.dtype], tuple[float, float, str]] = {
+    # -- pointwise and comparison --
+    # -- reductions --
+    # -- indexing, views, creation --
+    # -- linalg and fft --
+}
+
+
+@dataclass
+class Expectation:
+    skip: str | None = None
+    xfail: str | None = None
+    metadata_only: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+
+
+def lookup(suite: str, op_id: str, dtype: torch.dtype) -> Expectation:
+    exp = Expectation()
+    for key in ((suite, op_id), op_id):
+        if key in SKIP:
+            exp.skip = SKIP[key]
+        if key in XFAIL:
+            exp.xfail = XFAIL[key]
+    exp.metadata_only = op_id in METADATA_ONLY
+    for key in ((op_id, dtype), op_id):
+        if key in TOLERANCE:
+            exp.rtol, exp.atol, _ = TOLERANCE[key]
+            break
+    return exp
