@@ -4,7 +4,10 @@ Complex tensors are carried as two real tensors and every complex op is
 decomposed into real ops that Inductor can fuse. See README.md.
 """
 
-from . import ops  # noqa: F401  (fills the op tables)
+from . import config, ops  # noqa: F401  (fills the op tables)
+from .backend import _register_backend, compile, torchcx_backend
+
+_register_backend()
 from .tensor import COMPONENT_DTYPES, ComplexTensor, RealView, complex, complex_dtype_of, component_dtype_of
 
 __version__ = "0.1.0"
@@ -14,6 +17,9 @@ __all__ = [
     "ComplexTensor",
     "RealView",
     "complex",
+    "compile",
     "complex_dtype_of",
+    "config",
     "component_dtype_of",
+    "torchcx_backend",
 ]

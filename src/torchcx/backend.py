@@ -1,0 +1,568 @@
+"""The ``torchcx`` torch.compile backend: complex programs lowered to real-only Inductor graphs.
+
+Note [The compile pipeline]
+---------------------------
+1. Dynamo captures the user's function as an FX graph over native complex
+   tensors (Dynamo itself handles complex values fine).
+2. Inductor's ``compile_fx`` runs AOTAutograd on that graph, still in complex
+   space: functionalization (in-place ops and views become functional ops;
+   mutations of inputs become a ``copy_`` into the input at the end), autograd
+   with PyTorch's own complex derivative formulas (eager's
+   conjugate-Wirtinger convention), the partitioner and Inductor's
+   decompositions. Being PyTorch's own machinery, it gives eager's semantics
+   of mutation, aliasing and gradients.
+3. Each graph it produces (inference, forward or backward) reaches
+   ``_lower_and_compile`` instead of Inductor's inner compiler. The graph is
+   functional, so only values matter: every complex placeholder becomes a real
+   tensor over the same memory (Note [Interleaved layouts]), every complex op
+   is retraced through torchcx's op tables, complex results are packed back.
+   The retraced graph holds no complex tensor; it goes to Inductor's
+   ``compile_fx_inner``. Ops with no decomposition run as extern kernels
+   (Note [Extern kernels]), with one warning naming the op (an error when
+   strict).
+4. At run time a thin wrapper views complex inputs as real and real results
+   as complex, both without copying. Outputs that are views of inputs are not
+   computed by the kernel: they are replayed as views of the actual inputs, so
+   they alias exactly as in eager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import operator
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch import Tensor
+from torch._ops import OpOverload
+from torch.utils._pytree import tree_flatten, tree_map
+
+from . import _layout, config
+from ._inductor_patches import vectorized_bitcasts
+from .ops import dispatch, resolve
+from .ops._registry import EXTERN_OPS, describe_args
+from .ops.extern import call_extern
+from .tensor import ComplexTensor, RealView
+
+__all__ = ["compile", "torchcx_backend", "CompileReport", "GraphReport"]
+
+
+# -- reports (what torchcx.explain shows) ------------------------------------------------------
+
+
+@dataclass
+class GraphReport:
+    """What happened to one graph AOTAutograd handed to torchcx."""
+
+    kind: str  # "inference", "forward" or "backward"
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    lowered: dict[str, str] = field(default_factory=dict)  # complex op -> implementation
+    externs: list[str] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)
+    complex_nodes_after: list[str] = field(default_factory=list)
+    real_graph: fx.GraphModule | None = None
+
+    @property
+    def real_only(self) -> bool:
+        return not self.complex_nodes_after
+
+
+@dataclass
+class CompileReport:
+    graphs: list[GraphReport] = field(default_factory=list)
+
+
+_ACTIVE_REPORTS: list[CompileReport] = []
+
+
+def _record(graph: GraphReport) -> None:
+    for report in _ACTIVE_REPORTS:
+        report.graphs.append(graph)
+
+
+# -- entry points ----------------------------------------------------------------------------
+
+
+def torchcx_backend(
+    gm: fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    strict: bool | None = None,
+    dynamic: bool | None = None,
+) -> Callable[..., Any]:
+    """The ``"torchcx"`` backend: ``torch.compile(f, backend="torchcx")``.
+
+    ``mode`` and ``options`` are Inductor's (as for the default backend).
+    """
+    from torch._inductor.compile_fx import compile_fx
+
+    patches: dict[str, Any] = {}
+    if mode and mode != "default":
+        from torch._inductor import list_mode_options
+
+        patches.update(list_mode_options(mode, dynamic))
+    patches.update(options or {})
+    inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict)
+    with torch._functorch.config.patch(enable_autograd_cache=False):
+        return compile_fx(
+            gm,
+            example_inputs,
+            inner_compile=inner,
+            config_patches=patches or None,
+            decompositions=_complex_space_decompositions(),
+        )
+
+
+#: Inductor decompositions that torchcx's tables replace in complex space: ``add``
+#: of two complex tensors becomes a real add over ``view(dtype)`` of interleaved
+#: memory (a trick for Inductor's own complex fallback), ``angle`` special-cases nan.
+_REPLACED_DECOMPOSITIONS = ("add", "angle")
+
+
+def _complex_space_decompositions() -> dict[Any, Callable[..., Any]]:
+    """The decompositions AOTAutograd applies before lowering (step 2 of the pipeline)."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    replaced = {getattr(torch.ops.aten, name) for name in _REPLACED_DECOMPOSITIONS}
+    return {op: fn for op, fn in select_decomp_table().items() if getattr(op, "overloadpacket", None) not in replaced}
+
+
+class _Backend:
+    """torchcx_backend with options bound; compares equal when the options do (Dynamo caches on it)."""
+
+    def __init__(self, strict: bool, mode: str | None, options: dict[str, Any] | None, dynamic: bool | None) -> None:
+        self.strict, self.mode, self.options, self.dynamic = strict, mode, options, dynamic
+
+    def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        return torchcx_backend(
+            gm, example_inputs, mode=self.mode, options=self.options, strict=self.strict, dynamic=self.dynamic
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Backend) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((self.strict, self.mode, self.dynamic))
+
+
+def compile(  # noqa: A001  (mirrors torch.compile)
+    fn: Callable[..., Any] | None = None,
+    *,
+    strict: bool = False,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    **torch_compile_kwargs: Any,
+) -> Any:
+    """``torch.compile`` with complex values lowered to real-only Inductor graphs.
+
+    Works on functions and ``nn.Module``s, as a call or a decorator
+    (``@torchcx.compile`` or ``@torchcx.compile(strict=True)``). ``fullgraph``,
+    ``dynamic``, ``mode``, ``options`` and the other ``torch.compile`` keywords
+    pass through. An op torchcx cannot decompose runs as the native kernel with
+    one warning naming it; ``strict=True`` makes that an error.
+    """
+    if fn is None:
+        return lambda f: compile(f, strict=strict, mode=mode, options=options, **torch_compile_kwargs)
+    backend = _Backend(strict, mode, options, torch_compile_kwargs.get("dynamic"))
+    return torch.compile(fn, backend=backend, **torch_compile_kwargs)
+
+
+# -- lowering one functional graph -----------------------------------------------------------
+
+
+def _has_complex(x: Any) -> bool:
+    return any(isinstance(t, Tensor) and t.is_complex() for t in tree_flatten(x)[0])
+
+
+def _graph_kind(kwargs: dict[str, Any]) -> str:
+    if kwargs.get("is_backward"):
+        return "backward"
+    return "inference" if kwargs.get("is_inference") else "forward"
+
+
+def _lower_and_compile(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, **kwargs: Any
+) -> Callable[..., Any]:
+    """torchcx's inner compiler: lower complex to real, then Inductor's compile_fx_inner."""
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    report = GraphReport(kind=_graph_kind(kwargs))
+    output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    if not any(_has_complex(n.meta.get("val")) for n in gm.graph.nodes):
+        report.inputs = [_describe_value(v) for v in example_inputs]
+        _record(report)
+        return compile_fx_inner(gm, example_inputs, **kwargs)
+
+    lowering = _Lowering(gm, example_inputs, strict=strict, report=report)
+    real_gm, real_inputs = lowering.trace()
+    real_output = next(n for n in reversed(real_gm.graph.nodes) if n.op == "output")
+    visible = output_node.meta.get("user_visible_output_idxs")
+    if visible is not None:
+        real_output.meta["user_visible_output_idxs"] = [
+            lowering.output_slot[i] for i in visible if lowering.output_slot.get(i) is not None
+        ]
+    report.real_graph = real_gm
+    report.complex_nodes_after = [
+        f"{n.name}: {n.target}" for n in real_gm.graph.nodes if _has_complex(n.meta.get("val"))
+    ]
+    _record(report)
+    outer = torch._guards.TracingContext.try_get()
+    outer_strides = outer.output_strides if outer is not None else None
+    with torch._guards.TracingContext.report_output_strides() as real_strides:
+        with vectorized_bitcasts() if config.vectorized_bitcast else contextlib.nullcontext():
+            compiled = compile_fx_inner(real_gm, real_inputs, **kwargs)
+    if outer_strides is not None and real_strides is not None:
+        # AOTAutograd reads the strides of the *complex* outputs: translate ours.
+        outer_strides.extend(lowering.complex_output_strides(real_strides))
+    return _Runtime(compiled, lowering)
+
+
+@dataclass
+class _Input:
+    """How one graph input crosses the boundary."""
+
+    complex_dtype: torch.dtype | None  # None: passed as it is
+    conj: bool = False  # a conjugated view: pass the unconjugated memory, negate im inside
+
+
+class _Lowering:
+    """Retraces a functional complex graph into a real one (Note [The compile pipeline], step 3)."""
+
+    def __init__(self, gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, report: GraphReport) -> None:
+        self.gm = gm
+        self.example_inputs = list(example_inputs)
+        self.strict = strict
+        self.report = report
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.inputs = [self._input_of(v) for v in self.example_inputs]
+        out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+        self.outputs: list[Any] = list(out.args[0])
+        # graph output index -> placeholder index for outputs that are views of an input
+        self.aliases = {i: p for i, o in enumerate(self.outputs) if (p := self._aliased_input(o)) is not None}
+        # graph output index -> index among the real graph's outputs (None for replayed aliases)
+        self.output_slot: dict[int, int | None] = {}
+        slot = 0
+        for i in range(len(self.outputs)):
+            if i in self.aliases:
+                self.output_slot[i] = None
+            else:
+                self.output_slot[i] = slot
+                slot += 1
+        self.output_dtypes = [self._complex_dtype_of(o) for o in self.outputs]
+        self.alias_replay = (
+            _alias_replay(gm, self.placeholders, {i: self.outputs[i] for i in self.aliases}) if self.aliases else None
+        )
+
+    # -- inputs and outputs
+
+    @staticmethod
+    def _input_of(value: Any) -> _Input:
+        if isinstance(value, Tensor) and value.is_complex():
+            return _Input(value.dtype, conj=value.is_conj())
+        return _Input(None)
+
+    @staticmethod
+    def _complex_dtype_of(node: Any) -> torch.dtype | None:
+        val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        return val.dtype if isinstance(val, Tensor) and val.is_complex() else None
+
+    def _aliased_input(self, node: Any) -> int | None:
+        """The placeholder index ``node`` is a (chain of) view(s) of, if any."""
+        while isinstance(node, fx.Node):
+            if node.op == "placeholder":
+                return self.placeholders.index(node)
+            if node.op != "call_function":
+                return None
+            if node.target is operator.getitem:
+                node = node.args[0]
+                continue
+            if not _is_view(node.target):
+                return None
+            node = node.args[0]
+        return None
+
+    def complex_output_strides(self, real_strides: list[Any]) -> list[Any]:
+        """Strides of the graph's outputs, from those Inductor reports for the real outputs."""
+        result = []
+        for i, dtype in enumerate(self.output_dtypes):
+            slot = self.output_slot[i]
+            strides = real_strides[slot] if slot is not None and slot < len(real_strides) else None
+            if strides is not None and dtype is not None and not _layout.uses_words(dtype):
+                strides = tuple(s // 2 for s in strides[:-1])  # float pairs: drop the pair dim
+            result.append(strides)
+        return result
+
+    def real_example_inputs(self) -> list[Any]:
+        reals = []
+        for value, spec in zip(self.example_inputs, self.inputs):
+            if spec.complex_dtype is None:
+                reals.append(value)
+            else:
+                reals.append(_layout.to_real(value.conj() if spec.conj else value))
+        return reals
+
+    # -- tracing
+
+    def trace(self) -> tuple[fx.GraphModule, list[Any]]:
+        from torch._guards import detect_fake_mode
+        from torch._inductor.decomposition import select_decomp_table
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        real_inputs = self.real_example_inputs()
+        self.report.inputs = [self._describe_input(v, s) for v, s in zip(self.example_inputs, self.inputs)]
+        fake_mode = detect_fake_mode(real_inputs)
+        constants = self._constants()
+        with fake_mode if fake_mode is not None else contextlib.nullcontext():
+            real_gm = make_fx(functools.partial(self._run, constants), decomposition_table=select_decomp_table())(
+                *real_inputs
+            )
+        real_gm.graph.eliminate_dead_code()
+        real_gm.recompile()
+        return real_gm, real_inputs
+
+    def _constants(self) -> dict[str, Any]:
+        """get_attr values, complex ones split into real parts outside the trace."""
+        out = {}
+        for node in self.gm.graph.nodes:
+            if node.op == "get_attr":
+                value = _fetch_attr(self.gm, node.target)
+                if isinstance(value, Tensor) and value.is_complex():
+                    value = _ComplexConstant(value.real.clone(), value.imag.clone())
+                out[node.target] = value
+        return out
+
+    def _run(self, constants: dict[str, Any], *real_args: Any) -> tuple[Any, ...]:
+        env: dict[fx.Node, Any] = {}
+        for node, value, spec in zip(self.placeholders, real_args, self.inputs):
+            if spec.complex_dtype is not None:
+                re, im = _layout.unpack(value, spec.complex_dtype)
+                env[node] = ComplexTensor(re, -im if spec.conj else im)
+            else:
+                env[node] = value
+        placeholder_index = {n: i for i, n in enumerate(self.placeholders)}
+        mutations: list[tuple[int, Any]] = []
+        for node in self.gm.graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            args = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.args)
+            kwargs = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.kwargs)
+            if node.op == "get_attr":
+                value = constants[node.target]
+                env[node] = ComplexTensor(value.re, value.im) if isinstance(value, _ComplexConstant) else value
+                continue
+            target = node.target
+            if target is torch.ops.aten.copy_.default and node.args[0] in placeholder_index:
+                # a mutation of a graph input (kept in the graph by AOTAutograd)
+                mutations.append((placeholder_index[node.args[0]], args[1]))
+                env[node] = args[1]
+                continue
+            env[node] = self._call(node, target, args, kwargs)
+        results = []
+        for i, o in enumerate(self.outputs):
+            if i in self.aliases:
+                continue
+            value = env[o] if isinstance(o, fx.Node) else o
+            results.append(self._pack_output(value, self.output_dtypes[i]))
+        for index, value in mutations:
+            spec = self.inputs[index]
+            target = real_args[index]
+            if spec.complex_dtype is not None:
+                value = value if isinstance(value, ComplexTensor) else _as_complex(value, spec.complex_dtype)
+                packed = _layout.pack(value.re, -value.im if spec.conj else value.im, spec.complex_dtype)
+                target.copy_(packed)
+            else:
+                target.copy_(value.materialize() if isinstance(value, RealView) else value)
+        return tuple(results)
+
+    def _pack_output(self, value: Any, dtype: torch.dtype | None) -> Any:
+        if isinstance(value, ComplexTensor):
+            assert dtype is not None
+            return _layout.pack(value.re, value.im, dtype)
+        if isinstance(value, RealView):
+            return value.materialize()
+        return value
+
+    def _call(self, node: fx.Node, target: Any, args: Any, kwargs: Any) -> Any:
+        if not isinstance(target, OpOverload):
+            return target(*args, **kwargs)
+        involves_complex = _touches_complex_values((args, kwargs)) or _has_complex(node.meta.get("val"))
+        if not involves_complex:
+            return target(*args, **kwargs)
+        name = str(target)
+        if target.overloadpacket in EXTERN_OPS:
+            self.report.externs.append(name)
+        try:
+            impl = resolve(target)
+            if isinstance(impl, functools.partial) and impl.func.__name__ == "_not_implemented":
+                raise NotImplementedError(f"torchcx: no complex decomposition for {target}")
+            out = dispatch(target, args, kwargs)
+            self.report.lowered.setdefault(name, getattr(impl, "__name__", repr(impl)))
+            return out
+        except NotImplementedError as e:
+            if self.strict:
+                raise NotImplementedError(
+                    f"torchcx (strict): cannot decompose {target} with arguments ({describe_args(args, kwargs)}): {e}"
+                ) from e
+            _warn_fallback(target, args, kwargs)
+            self.report.fallbacks.append(name)
+            return call_extern(target, tuple(args), dict(kwargs))
+
+    @staticmethod
+    def _describe_input(value: Any, spec: _Input) -> str:
+        if spec.complex_dtype is None:
+            return _describe_value(value)
+        layout = "int64 words" if _layout.uses_words(spec.complex_dtype) else "float pairs (view_as_real)"
+        conj = ", conjugated view: imaginary part negated in the kernel" if spec.conj else ""
+        return f"{_describe_value(value)} -> {layout}, no copy{conj}"
+
+
+@dataclass
+class _ComplexConstant:
+    re: Tensor
+    im: Tensor
+
+
+def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
+    from .ops._common import CType, to_complex
+    from .tensor import component_dtype_of
+
+    return to_complex(value, CType(component_dtype_of(dtype), True))
+
+
+def _touches_complex_values(x: Any) -> bool:
+    for leaf in tree_flatten(x)[0]:
+        # (a RealView is a real tensor: its own __torch_dispatch__ handles it)
+        if isinstance(leaf, ComplexTensor) or isinstance(leaf, complex):
+            return True
+        if isinstance(leaf, Tensor) and leaf.is_complex():
+            return True
+        if isinstance(leaf, torch.dtype) and leaf.is_complex:
+            return True
+    return False
+
+
+def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
+    value: Any = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _is_view(target: Any) -> bool:
+    if not isinstance(target, OpOverload):
+        return False
+    returns = target._schema.returns
+    return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_fallback(target: OpOverload, args: Any, kwargs: Any) -> None:
+    name = str(target)
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    warnings.warn(
+        f"torchcx: no complex decomposition for {name} ({describe_args(args, kwargs)}); "
+        "it runs as PyTorch's native complex kernel inside the compiled graph. "
+        "Pass strict=True to make this an error.",
+        stacklevel=2,
+    )
+
+
+def _describe_value(v: Any) -> str:
+    if isinstance(v, Tensor):
+        return f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}"
+    return type(v).__name__
+
+
+# -- outputs that are views of inputs ----------------------------------------------------------
+
+
+def _alias_replay(gm: fx.GraphModule, placeholders: list[fx.Node], outputs: dict[int, fx.Node]) -> fx.GraphModule:
+    """A graph computing only the outputs that are views of inputs, run eagerly at run time."""
+    graph = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    for p in placeholders:
+        env[p] = graph.placeholder(p.name)
+        env[p].meta = dict(p.meta)
+    needed: set[fx.Node] = set()
+
+    def visit(n: fx.Node) -> None:
+        if n in needed or n.op == "placeholder":
+            return
+        needed.add(n)
+        for a in n.all_input_nodes:
+            visit(a)
+
+    for n in outputs.values():
+        visit(n)
+    for node in gm.graph.nodes:
+        if node in needed:
+            env[node] = graph.node_copy(node, lambda a: env[a])
+    graph.output(tuple(env[n] for n in outputs.values()))
+    return fx.GraphModule(gm, graph)
+
+
+# -- run time ----------------------------------------------------------------------------------
+
+
+class _Runtime:
+    """The compiled graph behind torchcx's boundary (Note [The compile pipeline], step 4)."""
+
+    _boxed_call = True
+
+    def __init__(self, compiled: Callable[..., Any], lowering: _Lowering) -> None:
+        self.compiled = compiled
+        self.inputs = lowering.inputs
+        self.output_dtypes = lowering.output_dtypes
+        self.output_slot = lowering.output_slot
+        self.alias_indices = list(lowering.aliases)
+        self.alias_replay = lowering.alias_replay
+
+    def __call__(self, args: list[Any]) -> Any:
+        originals = list(args) if self.alias_replay is not None else None
+        real_args = []
+        for value, spec in zip(args, self.inputs):
+            if spec.complex_dtype is None:
+                real_args.append(value)
+            else:
+                real_args.append(_layout.to_real(value.conj() if spec.conj else value))
+        args.clear()
+        real_outs = self.compiled(real_args)
+        results: list[Any] = []
+        replayed = iter(self.alias_replay(*originals)) if originals is not None else iter(())
+        for i, dtype in enumerate(self.output_dtypes):
+            slot = self.output_slot[i]
+            if slot is None:
+                results.append(next(replayed))
+                continue
+            out = real_outs[slot]
+            results.append(_layout.from_real(out, dtype) if dtype is not None else out)
+        return results
+
+
+def _register_backend() -> None:
+    """Make ``backend="torchcx"`` work after ``import torchcx``.
+
+    Installed packages are also found through the ``torch_dynamo_backends``
+    entry point without any import. When Dynamo has already discovered that
+    entry point, it registers the backend itself on first lookup (registering
+    here too would make its lookup fail on a duplicate name).
+    """
+    from torch._dynamo.backends import registry
+
+    if "torchcx" in registry._COMPILER_FNS:
+        return
+    if registry._BACKENDS.get("torchcx") is not None:
+        return
+    registry.register_backend(compiler_fn=torchcx_backend, name="torchcx")

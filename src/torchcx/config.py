@@ -1,0 +1,39 @@
+"""torchcx settings. Change them as attributes (``torchcx.config.strict = True``)
+or for a block of code with ``torchcx.config.patch(strict=True)``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+#: Raise (instead of warning and running the native kernel) when a compiled graph
+#: holds a complex op torchcx cannot decompose. ``torchcx.compile(strict=True)`` sets it per call.
+strict: bool = False
+
+#: Emit vectorized bitcasts in Inductor's CPU kernels (Note [Vectorized bitcasts]).
+vectorized_bitcast: bool = True
+
+_DEFAULTS = {
+    name: value
+    for name, value in vars(sys.modules[__name__]).items()
+    if not name.startswith("_") and isinstance(value, (bool, int, float, str))
+}
+
+
+@contextlib.contextmanager
+def patch(**changes: Any) -> Iterator[None]:
+    """Set config values for the duration of a ``with`` block."""
+    module = sys.modules[__name__]
+    unknown = set(changes) - set(_DEFAULTS)
+    if unknown:
+        raise AttributeError(f"torchcx.config has no setting {sorted(unknown)}")
+    saved = {name: getattr(module, name) for name in changes}
+    for name, value in changes.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
