@@ -6,8 +6,6 @@ decomposed into real ops that Inductor can fuse. See README.md.
 
 from . import config, ops  # noqa: F401  (fills the op tables)
 from .backend import _register_backend, compile, torchcx_backend
-
-_register_backend()
 from .tensor import COMPONENT_DTYPES, ComplexTensor, RealView, complex, complex_dtype_of, component_dtype_of
 
 __version__ = "0.1.0"
@@ -19,7 +17,9 @@ __all__ = [
     "complex",
     "compile",
     "complex_dtype_of",
-    "config",
     "component_dtype_of",
+    "config",
     "torchcx_backend",
 ]
+
+_register_backend()
