@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from compile_harness import check_compiled, record_inductor_graphs
 
 import torchcx
+from compile_harness import check_compiled, record_inductor_graphs
 
 torch.manual_seed(0)
 C64, C128 = torch.complex64, torch.complex128
@@ -147,7 +147,7 @@ ALIASES = {
 
 @pytest.mark.parametrize("name", list(ALIASES))
 def test_output_aliases_input(name):
-    check_compiled(ALIASES[name], lambda: (cplx(3, 4),))
+    check_compiled(ALIASES[name], lambda: (cplx(3, 4),), expect_graph=name == "view_and_compute")
 
 
 def test_output_alias_and_mutation():
@@ -274,8 +274,8 @@ def test_complex_tensor_in_and_out(part):
         return (torchcx.complex(torch.randn(16, generator=g).to(part), torch.randn(16, generator=g).to(part)),)
 
     tol = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(part)
-    recorder = check_compiled(lambda z: z * z.conj() + torch.exp(1j * z.abs()), make, rtol=tol, atol=tol)
-    assert recorder.graphs > 0
+    # (no real-to-complex promotion inside: 1j * z.abs() would make a native chalf in eager)
+    check_compiled(lambda z: z * z.conj() + torch.exp(z * 1j), make, rtol=tol, atol=tol)
 
 
 def test_complex_tensor_mixed_with_native():

@@ -319,27 +319,42 @@ class _Lowering:
         real_inputs = self.real_example_inputs()
         self.report.inputs = [self._describe_input(v, s) for v, s in zip(self.example_inputs, self.inputs)]
         fake_mode = detect_fake_mode(real_inputs)
-        constants = self._constants()
+        # Tensor constants (get_attr) become extra inputs of the real graph, complex
+        # ones as their two parts: the retrace runs under AOTAutograd's fake mode,
+        # which only takes fake tensors.
+        self.constants = self._constants()
         with fake_mode if fake_mode is not None else contextlib.nullcontext():
-            real_gm = make_fx(functools.partial(self._run, constants), decomposition_table=select_decomp_table())(
-                *real_inputs
-            )
+            fake_constants = [fake_mode.from_tensor(c, static_shapes=True) if fake_mode else c for c in self.constants]
+            real_gm = make_fx(self._run, decomposition_table=select_decomp_table())(*real_inputs, *fake_constants)
         real_gm.graph.eliminate_dead_code()
         real_gm.recompile()
-        return real_gm, real_inputs
+        return real_gm, [*real_inputs, *fake_constants]
 
-    def _constants(self) -> dict[str, Any]:
-        """get_attr values, complex ones split into real parts outside the trace."""
-        out = {}
-        for node in self.gm.graph.nodes:
-            if node.op == "get_attr":
+    def _constants(self) -> list[Tensor]:
+        """The graph's tensor constants as plain real tensors (complex ones as two parts)."""
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        self.constant_slots: dict[str, tuple[int, ...]] = {}
+        values: list[Tensor] = []
+        with unset_fake_temporarily():
+            for node in self.gm.graph.nodes:
+                if node.op != "get_attr" or node.target in self.constant_slots:
+                    continue
                 value = _fetch_attr(self.gm, node.target)
-                if isinstance(value, Tensor) and value.is_complex():
-                    value = _ComplexConstant(value.real.clone(), value.imag.clone())
-                out[node.target] = value
-        return out
+                if not isinstance(value, Tensor):
+                    continue
+                if value.is_complex():
+                    pair = torch.view_as_real(value.resolve_conj().resolve_neg())
+                    values += [pair[..., 0].clone(), pair[..., 1].clone()]
+                    self.constant_slots[node.target] = (len(values) - 2, len(values) - 1)
+                else:
+                    values.append(value.detach().clone())
+                    self.constant_slots[node.target] = (len(values) - 1,)
+        return values
 
-    def _run(self, constants: dict[str, Any], *real_args: Any) -> tuple[Any, ...]:
+    def _run(self, *flat_args: Any) -> tuple[Any, ...]:
+        real_args = flat_args[: len(self.placeholders)]
+        constants = flat_args[len(self.placeholders) :]
         env: dict[fx.Node, Any] = {}
         for node, value, spec in zip(self.placeholders, real_args, self.inputs):
             if spec.complex_dtype is not None:
@@ -355,8 +370,13 @@ class _Lowering:
             args = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.args)
             kwargs = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.kwargs)
             if node.op == "get_attr":
-                value = constants[node.target]
-                env[node] = ComplexTensor(value.re, value.im) if isinstance(value, _ComplexConstant) else value
+                slots = self.constant_slots.get(node.target)
+                if slots is None:  # not a tensor (e.g. a submodule of a higher-order op)
+                    env[node] = _fetch_attr(self.gm, node.target)
+                elif len(slots) == 2:
+                    env[node] = ComplexTensor(constants[slots[0]], constants[slots[1]])
+                else:
+                    env[node] = constants[slots[0]]
                 continue
             target = node.target
             if target is torch.ops.aten.copy_.default and node.args[0] in placeholder_index:
@@ -422,12 +442,6 @@ class _Lowering:
         layout = "int64 words" if _layout.uses_words(spec.complex_dtype) else "float pairs (view_as_real)"
         conj = ", conjugated view: imaginary part negated in the kernel" if spec.conj else ""
         return f"{_describe_value(value)} -> {layout}, no copy{conj}"
-
-
-@dataclass
-class _ComplexConstant:
-    re: Tensor
-    im: Tensor
 
 
 def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
@@ -526,8 +540,8 @@ class _Runtime:
         self.inputs = lowering.inputs
         self.output_dtypes = lowering.output_dtypes
         self.output_slot = lowering.output_slot
-        self.alias_indices = list(lowering.aliases)
         self.alias_replay = lowering.alias_replay
+        self.constants = lowering.constants
 
     def __call__(self, args: list[Any]) -> Any:
         originals = list(args) if self.alias_replay is not None else None
@@ -538,7 +552,7 @@ class _Runtime:
             else:
                 real_args.append(_layout.to_real(value.conj() if spec.conj else value))
         args.clear()
-        real_outs = self.compiled(real_args)
+        real_outs = self.compiled([*real_args, *self.constants])
         results: list[Any] = []
         replayed = iter(self.alias_replay(*originals)) if originals is not None else iter(())
         for i, dtype in enumerate(self.output_dtypes):
