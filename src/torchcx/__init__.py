@@ -6,6 +6,7 @@ decomposed into real ops that Inductor can fuse. See README.md.
 
 from . import config, ops  # noqa: F401  (fills the op tables)
 from .backend import _register_backend, compile, torchcx_backend
+from .explain import ExplainReport, explain
 from .tensor import COMPONENT_DTYPES, ComplexTensor, RealView, complex, complex_dtype_of, component_dtype_of
 
 __version__ = "0.1.0"
@@ -13,12 +14,14 @@ __version__ = "0.1.0"
 __all__ = [
     "COMPONENT_DTYPES",
     "ComplexTensor",
+    "ExplainReport",
     "RealView",
     "complex",
     "compile",
     "complex_dtype_of",
     "component_dtype_of",
     "config",
+    "explain",
     "torchcx_backend",
 ]
 

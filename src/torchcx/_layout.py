@@ -41,6 +41,13 @@ def uses_words(dtype: torch.dtype) -> bool:
     return _LITTLE and dtype in _WORDS
 
 
+def describe(dtype: torch.dtype) -> str:
+    """How values of complex ``dtype`` cross a graph boundary, in words."""
+    if uses_words(dtype):
+        return f"{str(_WORDS[dtype][0]).replace('torch.', '')} words"
+    return "float pairs (view_as_real)"
+
+
 def real_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype of the real tensor that carries complex ``dtype`` across a graph boundary."""
     if uses_words(dtype):

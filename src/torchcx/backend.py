@@ -257,6 +257,12 @@ class _Lowering:
                 self.output_slot[i] = slot
                 slot += 1
         self.output_dtypes = [self._complex_dtype_of(o) for o in self.outputs]
+        self.mutated = {
+            self.placeholders.index(n.args[0])
+            for n in gm.graph.nodes
+            if n.target is torch.ops.aten.copy_.default and n.args[0] in self.placeholders
+        }
+        report.outputs = [self._describe_output(i, o) for i, o in enumerate(self.outputs)]
         self.alias_replay = (
             _alias_replay(gm, self.placeholders, {i: self.outputs[i] for i in self.aliases}) if self.aliases else None
         )
@@ -317,7 +323,9 @@ class _Lowering:
         from torch.fx.experimental.proxy_tensor import make_fx
 
         real_inputs = self.real_example_inputs()
-        self.report.inputs = [self._describe_input(v, s) for v, s in zip(self.example_inputs, self.inputs)]
+        self.report.inputs = [
+            self._describe_input(i, v, s) for i, (v, s) in enumerate(zip(self.example_inputs, self.inputs))
+        ]
         fake_mode = detect_fake_mode(real_inputs)
         # Tensor constants (get_attr) become extra inputs of the real graph, complex
         # ones as their two parts: the retrace runs under AOTAutograd's fake mode,
@@ -416,6 +424,7 @@ class _Lowering:
         involves_complex = _touches_complex_values((args, kwargs)) or _has_complex(node.meta.get("val"))
         if not involves_complex:
             return target(*args, **kwargs)
+        args = _complex_scalars_as_tensors(target, args)
         name = str(target)
         if target.overloadpacket in EXTERN_OPS:
             self.report.externs.append(name)
@@ -435,13 +444,23 @@ class _Lowering:
             self.report.fallbacks.append(name)
             return call_extern(target, tuple(args), dict(kwargs))
 
-    @staticmethod
-    def _describe_input(value: Any, spec: _Input) -> str:
+    def _describe_input(self, index: int, value: Any, spec: _Input) -> str:
+        mutated = ", mutated in place by the kernel" if index in self.mutated else ""
         if spec.complex_dtype is None:
-            return _describe_value(value)
-        layout = "int64 words" if _layout.uses_words(spec.complex_dtype) else "float pairs (view_as_real)"
-        conj = ", conjugated view: imaginary part negated in the kernel" if spec.conj else ""
-        return f"{_describe_value(value)} -> {layout}, no copy{conj}"
+            return _describe_value(value) + mutated
+        layout = _layout.describe(spec.complex_dtype)
+        conj = ", a conjugated view: imaginary part negated in the kernel" if spec.conj else ""
+        return f"{_describe_value(value)} read as {layout} (no copy){conj}{mutated}"
+
+    def _describe_output(self, index: int, node: Any) -> str:
+        val = node.meta.get("val") if isinstance(node, fx.Node) else node
+        what = _describe_value(val)
+        if index in self.aliases:
+            return f"{what}: a view of input {self.aliases[index]}, replayed at run time (no copy)"
+        dtype = self.output_dtypes[index]
+        if dtype is not None:
+            return f"{what}: written by the kernel as {_layout.describe(dtype)} (no copy)"
+        return what
 
 
 def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
@@ -449,6 +468,18 @@ def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
     from .tensor import component_dtype_of
 
     return to_complex(value, CType(component_dtype_of(dtype), True))
+
+
+def _complex_scalars_as_tensors(target: OpOverload, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A Python complex where the schema wants a Tensor (a wrapped number, as AOTAutograd
+    records ``aten._conj.default(1j)`` in backward graphs) as a 0-dim ComplexTensor."""
+    from .ops._common import to_complex
+
+    out = list(args)
+    for i, (arg, value) in enumerate(zip(target._schema.arguments, args)):
+        if isinstance(value, complex) and isinstance(arg.type, torch.TensorType):
+            out[i] = to_complex(value)
+    return tuple(out)
 
 
 def _touches_complex_values(x: Any) -> bool:
@@ -543,7 +574,11 @@ class _Runtime:
         self.alias_replay = lowering.alias_replay
         self.constants = lowering.constants
 
-    def __call__(self, args: list[Any]) -> Any:
+    def __call__(self, *call_args: Any) -> Any:
+        # Boxed (one list, which we clear to free inputs early) or, from some of
+        # AOTAutograd's backward paths, unboxed.
+        boxed = len(call_args) == 1 and isinstance(call_args[0], list)
+        args = call_args[0] if boxed else list(call_args)
         originals = list(args) if self.alias_replay is not None else None
         real_args = []
         for value, spec in zip(args, self.inputs):

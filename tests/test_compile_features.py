@@ -1,0 +1,195 @@
+"""torchcx.compile entry points, dynamic shapes, fallbacks and explain."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+import torch
+
+import torchcx
+from compile_harness import check_compiled, record_inductor_graphs
+from torchcx.ops import _registry
+
+aten = torch.ops.aten
+
+
+def cplx(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, dtype=torch.complex64, generator=torch.Generator().manual_seed(sum(shape)))
+
+
+def chain(x, y):
+    return x * y + torch.exp(1j * x.abs())
+
+
+# -- entry points ----------------------------------------------------------------------------------
+
+
+def test_decorator_forms():
+    @torchcx.compile
+    def f(x):
+        return x * 1j
+
+    @torchcx.compile(strict=True, fullgraph=True)
+    def g(x):
+        return x.conj() * x
+
+    x = cplx(5)
+    torch.testing.assert_close(f(x), x * 1j)
+    torch.testing.assert_close(g(x), x.conj() * x)
+
+
+def test_backend_by_name():
+    torch._dynamo.reset()
+    x, y = cplx(6), cplx(6)
+    with record_inductor_graphs() as recorder:
+        out = torch.compile(chain, backend="torchcx")(x, y)
+    torch.testing.assert_close(out, chain(x, y))
+    assert recorder.graphs == 1 and not recorder.complex_nodes
+
+
+def test_backend_entry_point_without_import():
+    """After pip install, backend="torchcx" works in a process that never imports torchcx."""
+    code = textwrap.dedent(
+        """
+        import sys, torch
+        f = torch.compile(lambda x: x * 2j + x.abs(), backend="torchcx")
+        x = torch.randn(4, dtype=torch.complex64)
+        torch.testing.assert_close(f(x), x * 2j + x.abs())
+        print("imported before call:", "torchcx" in sys.modules)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_module_and_options_pass_through():
+    lin = torch.nn.Linear(4, 3, dtype=torch.complex64)
+    compiled = torchcx.compile(lin, fullgraph=True, dynamic=False, options={"epilogue_fusion": True})
+    x = cplx(2, 4)
+    torch.testing.assert_close(compiled(x), lin(x))
+
+
+def test_mode_passes_through():
+    check_compiled(chain, lambda: (cplx(7), cplx(7)), compile_kwargs={"mode": "max-autotune-no-cudagraphs"})
+
+
+# -- dynamic shapes ----------------------------------------------------------------------------------
+
+
+class CountingBackend:
+    """Counts Dynamo graphs handed to torchcx (one per (re)compilation)."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm, example_inputs):  # noqa: ANN001, ANN204
+        self.graphs += 1
+        return torchcx.torchcx_backend(gm, example_inputs)
+
+
+def test_dynamic_true():
+    torch._dynamo.reset()
+    counter = CountingBackend()
+    f = torch.compile(chain, backend=counter, dynamic=True)
+    for n in (5, 9, 33):
+        x, y = cplx(n), cplx(n)
+        torch.testing.assert_close(f(x, y), chain(x, y))
+    assert counter.graphs == 1
+
+
+def test_automatic_dynamic_compiles_at_most_twice():
+    torch._dynamo.reset()
+    counter = CountingBackend()
+    f = torch.compile(chain, backend=counter)
+    for n in (8, 16, 64):
+        x, y = cplx(3, n), cplx(3, n)
+        torch.testing.assert_close(f(x, y), chain(x, y))
+    assert counter.graphs <= 2
+
+
+def test_dynamic_with_mutation_and_views():
+    def fn(x):
+        x[1:].mul_(2j)
+        return x[:-1].T, x.sum()
+
+    for n in (4, 7):
+        check_compiled(fn, lambda n=n: (cplx(n, 3),), compile_kwargs={"dynamic": True})
+
+
+# -- fallbacks ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def without_sin(monkeypatch):
+    """torchcx as if it had no decomposition for aten.sin."""
+    table = dict(_registry._TABLE)
+    for key in (aten.sin, aten.sin.default):
+        table.pop(key, None)
+    monkeypatch.setattr(_registry, "_TABLE", table)
+    monkeypatch.setattr(_registry, "_core_decompositions", lambda: {})
+    _registry.resolve.cache_clear()
+    yield
+    _registry.resolve.cache_clear()
+
+
+def test_fallback_warns_once_and_is_correct(without_sin):
+    from torchcx import backend
+
+    backend._WARNED.discard("aten.sin.default")
+    fn = lambda x: torch.sin(x) * 2 + 1j  # noqa: E731
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = torchcx.compile(fn)
+        for _ in range(2):
+            x = cplx(6)
+            torch.testing.assert_close(compiled(x), fn(x))
+    messages = [str(w.message) for w in caught if "torchcx" in str(w.message)]
+    assert len(messages) == 1 and "aten.sin.default" in messages[0]
+    report = torchcx.explain(fn, cplx(6))
+    assert report.fallbacks == ["aten.sin.default"] and report.real_only
+
+
+def test_strict_raises_naming_the_op(without_sin):
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="aten.sin.default"):
+        torchcx.compile(lambda x: torch.sin(x) + 1, strict=True)(cplx(4))
+
+
+# -- explain ----------------------------------------------------------------------------------------------
+
+
+def test_explain_report():
+    def fn(x, y):
+        x.mul_(2)
+        return chain(x, y), x.T
+
+    report = torchcx.explain(fn, cplx(3, 4), cplx(3, 4))
+    text = str(report)
+    assert report.real_only and report.dynamo_graphs == 1 and not report.graph_breaks
+    graph = report.graphs[0]
+    assert graph.lowered["aten.exp.default"] == "exp_impl"
+    assert "mutated in place by the kernel" in graph.inputs[0]
+    # x.T is regenerated from the input by AOTAutograd: only chain() is a kernel output
+    assert len(graph.outputs) == 1 and "int64 words" in graph.outputs[0]
+    assert "int64 words" in text and "real-only" in text
+
+
+def test_explain_graph_break_and_backward():
+    def fn(x):
+        y = x * 2
+        torch._dynamo.graph_break()
+        return (y.abs() ** 2).sum()
+
+    x = cplx(5).requires_grad_()
+    report = torchcx.explain(fn, x, backward=True)
+    assert len(report.graph_breaks) == 1
+    assert {g.kind for g in report.graphs} >= {"forward", "backward"}
+    assert report.real_only
+    assert x.grad is None  # explain works on copies
