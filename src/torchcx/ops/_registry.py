@@ -26,8 +26,9 @@ ComplexTensor, real tensors and Python scalars.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -81,11 +82,28 @@ def _wrap_native(x: Any) -> Any:
 def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run aten overload ``func`` on arguments that may include ComplexTensors."""
     impl = resolve(func)
-    out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
+    with _lazy_bits_honoured():
+        out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
     if func._schema.is_mutable:
         # An in-place or out= op returns the very tensor it mutated, not our wrapper of it.
         out = _mutated_originals(func, args, kwargs, out)
     return out
+
+
+@contextlib.contextmanager
+def _lazy_bits_honoured() -> Iterator[None]:
+    """Honour the conj/neg bits of the real parts while an implementation runs.
+
+    ``__torch_dispatch__`` runs with the Conjugate and Negative dispatch keys
+    excluded (they sit above Python), so an op on a lazily negated part
+    (``conj()``'s imaginary part, a ``_neg_view``) would read the stored
+    values, not their negation. Re-enable both keys for the parts' ops.
+    """
+    with (
+        torch._C._SetExcludeDispatchKeyGuard(torch._C.DispatchKey.Negative, False),
+        torch._C._SetExcludeDispatchKeyGuard(torch._C.DispatchKey.Conjugate, False),
+    ):
+        yield
 
 
 def _mutated_originals(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
