@@ -51,6 +51,10 @@ DECOMPOSITION_DENYLIST: dict[OpOverloadPacket, str] = {}
 #: Filled by ``register_extern``; the compile backend and ``explain`` read it.
 EXTERN_OPS: set[OpOverloadPacket] = set()
 
+#: Ops that can make complex results from real inputs (``_fft_r2c``, ``linalg_eig``).
+#: ``ComplexMode`` routes them to torchcx even when no argument is complex.
+REAL_TO_COMPLEX_OPS: set[OpOverloadPacket] = set()
+
 
 def register(*ops: OpOverload | OpOverloadPacket) -> Callable[[Impl], Impl]:
     """Register the decorated function as the implementation of ``ops``."""
@@ -307,11 +311,12 @@ class ComplexMode(TorchDispatchMode):
 
     Inside this mode even ops on native complex tensors, and factories asked for
     a complex dtype (``torch.zeros(3, dtype=torch.cfloat)``), are decomposed;
-    their complex results are ComplexTensors. Real ops run as usual.
+    their complex results are ComplexTensors, also those of ops on real inputs
+    listed in ``REAL_TO_COMPLEX_OPS`` (``torch.fft.rfft``). Real ops run as usual.
     """
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
         kwargs = kwargs or {}
-        if touches_complex(args, kwargs):
+        if touches_complex(args, kwargs) or func.overloadpacket in REAL_TO_COMPLEX_OPS:
             return dispatch(func, args, kwargs)
         return func(*args, **kwargs)
