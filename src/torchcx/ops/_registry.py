@@ -130,7 +130,11 @@ def _mutated_originals(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str
 @functools.cache
 def resolve(func: OpOverload) -> Impl:
     """The implementation used for ``func`` (see Note [How an op is resolved])."""
-    impl = _TABLE.get(func) or _TABLE.get(func.overloadpacket)
+    impl = _TABLE.get(func)
+    if impl is None and not any(a.is_out for a in func._schema.arguments):
+        # A packet's entry is its functional overloads' implementation; its
+        # out= overloads (``aten.exp.out``) are derived from them (step 2).
+        impl = _TABLE.get(func.overloadpacket)
     if impl is not None:
         return impl
     variant = _mutating_variant(func)
