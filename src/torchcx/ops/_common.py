@@ -294,14 +294,14 @@ def _split_argument(
             pairs = [_split_value_tensor(v) for v in value]
             return [p[0] for p in pairs], [p[1] for p in pairs]
         return _split_value_tensor(value)
-    if text.startswith("Scalar") and "Type" not in text:
+    if text in ("number", "Optional[number]"):  # a Scalar (the schema's type prints as "number")
         if arg.name in values:
             if isinstance(value, complex):
                 return value.real, value.imag
             return value, (0 if isinstance(value, (bool, int)) else 0.0) if value is not None else None
         if isinstance(value, complex):
             raise NotImplementedError(f"torchcx: {op} with complex {arg.name}={value!r}")
-    if text.startswith("ScalarType") and isinstance(value, torch.dtype) and value.is_complex:
+    if isinstance(value, torch.dtype) and value.is_complex:  # a ScalarType (prints as "int")
         value = component_dtype_of(value)
     return value, value
 
