@@ -35,7 +35,10 @@ XFAIL: dict[str | tuple[str, str], str] = {
     # -- pointwise and comparison --
     # -- reductions --
     # -- indexing, views, creation --
+    "to_sparse": "a sparse tensor has no planar form: ComplexTensor.to_sparse raises NotImplementedError "
+    "(convert with .to_interleaved() first)",
     # -- linalg and fft --
+    "sparse.sampled_addmm": "sparse CSR input: a ComplexTensor has strided parts only (view_as_real of a sparse tensor fails)",
     # -- compile --
 }
 
@@ -53,6 +56,18 @@ TOLERANCE: dict[str | tuple[str, torch.dtype], tuple[float, float, str]] = {
     # -- reductions --
     # -- indexing, views, creation --
     # -- linalg and fft --
+    ("addbmm", torch.complex64): (
+        1.2e-3,
+        1e-5,
+        "PyTorch's own OpInfo tolerance for complex64 addbmm: the sum of batch products (4 real GEMMs) rounds "
+        "differently from the native complex kernel; both are ~1e-7 relative to |alpha||A||B| from complex128",
+    ),
+    ("baddbmm", torch.complex64): (
+        1.2e-3,
+        1e-5,
+        "PyTorch's own OpInfo tolerance for complex64 baddbmm: rounding of 4 real GEMMs vs the native kernel, "
+        "both ~1e-7 relative to |alpha||A||B| from complex128",
+    ),
 }
 
 

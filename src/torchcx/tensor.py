@@ -12,8 +12,11 @@ ComplexTensor is a ComplexTensor of views of both parts, so in-place ops
 through any view reach exactly the memory a native complex tensor's would.
 
 The outer (wrapper) tensor reports the size, strides and storage offset of
-``re``: views and ``as_strided`` on a ComplexTensor are those of ``re``,
-applied to ``im`` at its own offset.
+``re``, counted in complex elements: when the parts interleave in one buffer
+(``element_unit`` is 2) a complex element spans two part elements, so the
+strides and offset are halved and equal those of the native complex tensor
+over that buffer. ``as_strided`` on a ComplexTensor takes them in the same
+units and applies them to ``re``, and to ``im`` at its own offset.
 
 Note [dtype of a ComplexTensor]
 -------------------------------
@@ -114,6 +117,22 @@ def _check_parts(re: Tensor, im: Tensor) -> None:
         raise ValueError(f"torchcx: parts differ in device: {re.device} and {im.device}")
 
 
+def element_unit(re: Tensor, im: Tensor) -> int:
+    """Part elements per complex element: 2 if ``re`` and ``im`` interleave in one buffer, else 1.
+
+    Interleaved means what ``from_interleaved`` makes (lazy negation aside):
+    same storage and strides, ``im`` one element after ``re``, and even
+    strides and offset, so that the halved ones are whole complex elements.
+    """
+    if re.stride() != im.stride() or im.storage_offset() != re.storage_offset() + 1:
+        return 1
+    if re.storage_offset() % 2 or any(s % 2 for s, n in zip(re.stride(), re.shape) if n > 1):
+        return 1
+    if StorageWeakRef(re.untyped_storage()) != StorageWeakRef(im.untyped_storage()):
+        return 1
+    return 2
+
+
 def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
     """The real ``[..., 2]`` view covering both parts, if they interleave in one buffer.
 
@@ -180,11 +199,15 @@ class ComplexTensor(_PlanarBase):
         stride: Any = None,
     ) -> ComplexTensor:
         _check_parts(re, im)
+        unit = element_unit(re, im)  # Note [Planar representation]: report complex elements
+        if stride is None:
+            # a size-1 dim may carry an odd stride; round it up rather than to 0
+            stride = re.stride() if unit == 1 else tuple((s + 1) // 2 for s in re.stride())
         self = Tensor._make_wrapper_subclass(
             cls,
             re.shape if size is None else size,
-            strides=re.stride() if stride is None else stride,
-            storage_offset=re.storage_offset(),
+            strides=stride,
+            storage_offset=re.storage_offset() // unit,
             dtype=_COMPLEX_OF[re.dtype],
             device=re.device,
             requires_grad=requires_grad,

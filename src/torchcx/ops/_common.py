@@ -284,7 +284,9 @@ def _split_value_tensor(x: Any) -> tuple[Any, Any]:
     return x, x  # None
 
 
-def _split_argument(op: OpOverload, arg: torch.Argument, value: Any) -> tuple[Any, Any]:
+def _split_argument(
+    op: OpOverload, arg: torch.Argument, value: Any, values: frozenset[str] = VALUE_SCALAR_ARGS
+) -> tuple[Any, Any]:
     kind = arg.type
     text = str(kind)
     if "Tensor" in text and arg.name not in STRUCTURAL_TENSOR_ARGS:
@@ -292,14 +294,14 @@ def _split_argument(op: OpOverload, arg: torch.Argument, value: Any) -> tuple[An
             pairs = [_split_value_tensor(v) for v in value]
             return [p[0] for p in pairs], [p[1] for p in pairs]
         return _split_value_tensor(value)
-    if text.startswith("Scalar") and "Type" not in text:
-        if arg.name in VALUE_SCALAR_ARGS:
+    if text in ("number", "Optional[number]"):  # a Scalar (the schema's type prints as "number")
+        if arg.name in values:
             if isinstance(value, complex):
                 return value.real, value.imag
             return value, (0 if isinstance(value, (bool, int)) else 0.0) if value is not None else None
         if isinstance(value, complex):
             raise NotImplementedError(f"torchcx: {op} with complex {arg.name}={value!r}")
-    if text.startswith("ScalarType") and isinstance(value, torch.dtype) and value.is_complex:
+    if isinstance(value, torch.dtype) and value.is_complex:  # a ScalarType (prints as "int")
         value = component_dtype_of(value)
     return value, value
 
@@ -315,16 +317,18 @@ def _bind(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list
     return bound
 
 
-def make_partwise(op: OpOverload) -> Callable[..., Any]:
+def make_partwise(op: OpOverload, values: Sequence[str] = ()) -> Callable[..., Any]:
     """The implementation of an op that acts on re and im independently.
 
     f(re + i im) = f(re) + i f(im) holds for view, movement, indexing, fill and
     pad ops: apply ``op`` to each part. Complex values among the arguments are
-    split (tensors, and Scalars named ``value``/``fill_value``); dims, indices,
+    split (tensors, and Scalars named ``value``/``fill_value`` or in ``values``); dims, indices,
     masks and multipliers go to both parts; a complex dtype argument becomes
     the part dtype. Tensor results are paired up into ComplexTensors, so a view
     op gives a ComplexTensor of views and an in-place op mutates both parts.
     """
+
+    value_names = VALUE_SCALAR_ARGS | frozenset(values)
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         re_args: list[Any] = []
@@ -332,7 +336,7 @@ def make_partwise(op: OpOverload) -> Callable[..., Any]:
         re_kwargs: dict[str, Any] = {}
         im_kwargs: dict[str, Any] = {}
         for arg, value, as_kw in _bind(op, args, kwargs):
-            r, i = _split_argument(op, arg, value)
+            r, i = _split_argument(op, arg, value, value_names)
             if as_kw:
                 re_kwargs[arg.name], im_kwargs[arg.name] = r, i
             else:
@@ -364,7 +368,11 @@ def overloads_of(*ops: Op) -> list[OpOverload]:
     return result
 
 
-def partwise(*ops: Op) -> None:
-    """Register every overload of ``ops`` as a partwise op (see ``make_partwise``)."""
+def partwise(*ops: Op, values: Sequence[str] = ()) -> None:
+    """Register every overload of ``ops`` as a partwise op (see ``make_partwise``).
+
+    ``values`` names further Scalar arguments that are values of the result
+    (``where``'s ``self``/``other``), split into parts like ``value``.
+    """
     for overload in overloads_of(*ops):
-        register(overload)(make_partwise(overload))
+        register(overload)(make_partwise(overload, values))

@@ -26,8 +26,9 @@ ComplexTensor, real tensors and Python scalars.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -49,6 +50,10 @@ DECOMPOSITION_DENYLIST: dict[OpOverloadPacket, str] = {}
 #: Ops torchcx runs as extern kernels over interleaved data (LAPACK, vendor FFT).
 #: Filled by ``register_extern``; the compile backend and ``explain`` read it.
 EXTERN_OPS: set[OpOverloadPacket] = set()
+
+#: Ops that can make complex results from real inputs (``_fft_r2c``, ``linalg_eig``).
+#: ``ComplexMode`` routes them to torchcx even when no argument is complex.
+REAL_TO_COMPLEX_OPS: set[OpOverloadPacket] = set()
 
 
 def register(*ops: OpOverload | OpOverloadPacket) -> Callable[[Impl], Impl]:
@@ -81,11 +86,28 @@ def _wrap_native(x: Any) -> Any:
 def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run aten overload ``func`` on arguments that may include ComplexTensors."""
     impl = resolve(func)
-    out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
+    with _lazy_bits_honoured():
+        out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
     if func._schema.is_mutable:
         # An in-place or out= op returns the very tensor it mutated, not our wrapper of it.
         out = _mutated_originals(func, args, kwargs, out)
     return out
+
+
+@contextlib.contextmanager
+def _lazy_bits_honoured() -> Iterator[None]:
+    """Honour the conj/neg bits of the real parts while an implementation runs.
+
+    ``__torch_dispatch__`` runs with the Conjugate and Negative dispatch keys
+    excluded (they sit above Python), so an op on a lazily negated part
+    (``conj()``'s imaginary part, a ``_neg_view``) would read the stored
+    values, not their negation. Re-enable both keys for the parts' ops.
+    """
+    with (
+        torch._C._SetExcludeDispatchKeyGuard(torch._C.DispatchKey.Negative, False),
+        torch._C._SetExcludeDispatchKeyGuard(torch._C.DispatchKey.Conjugate, False),
+    ):
+        yield
 
 
 def _mutated_originals(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
@@ -108,7 +130,11 @@ def _mutated_originals(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str
 @functools.cache
 def resolve(func: OpOverload) -> Impl:
     """The implementation used for ``func`` (see Note [How an op is resolved])."""
-    impl = _TABLE.get(func) or _TABLE.get(func.overloadpacket)
+    impl = _TABLE.get(func)
+    if impl is None and not any(a.is_out for a in func._schema.arguments):
+        # A packet's entry is its functional overloads' implementation; its
+        # out= overloads (``aten.exp.out``) are derived from them (step 2).
+        impl = _TABLE.get(func.overloadpacket)
     if impl is not None:
         return impl
     variant = _mutating_variant(func)
@@ -289,11 +315,12 @@ class ComplexMode(TorchDispatchMode):
 
     Inside this mode even ops on native complex tensors, and factories asked for
     a complex dtype (``torch.zeros(3, dtype=torch.cfloat)``), are decomposed;
-    their complex results are ComplexTensors. Real ops run as usual.
+    their complex results are ComplexTensors, also those of ops on real inputs
+    listed in ``REAL_TO_COMPLEX_OPS`` (``torch.fft.rfft``). Real ops run as usual.
     """
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
         kwargs = kwargs or {}
-        if touches_complex(args, kwargs):
+        if touches_complex(args, kwargs) or func.overloadpacket in REAL_TO_COMPLEX_OPS:
             return dispatch(func, args, kwargs)
         return func(*args, **kwargs)

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
 from ._common import parts, partwise, register
@@ -78,8 +79,16 @@ def scalar_tensor_impl(value: Any, **kwargs: Any) -> ComplexTensor:
 def empty_strided_impl(size: Any, stride: Any, **kwargs: Any) -> ComplexTensor:
     dtype, kw = _factory_kwargs(kwargs)
     return ComplexTensor(
-        torch.zeros(size, dtype=dtype, **kw).as_strided(size, stride),
-        torch.zeros(size, dtype=dtype, **kw).as_strided(size, stride),
+        torch.empty_strided(size, stride, dtype=dtype, **kw), torch.empty_strided(size, stride, dtype=dtype, **kw)
+    )
+
+
+@register(aten.empty_permuted)
+def empty_permuted_impl(size: Any, physical_layout: Any, **kwargs: Any) -> ComplexTensor:
+    dtype, kw = _factory_kwargs(kwargs)
+    return ComplexTensor(
+        torch.empty_permuted(size, physical_layout, dtype=dtype, **kw),
+        torch.empty_permuted(size, physical_layout, dtype=dtype, **kw),
     )
 
 
@@ -96,8 +105,19 @@ def _like(x: Tensor, kwargs: dict[str, Any]) -> tuple[torch.dtype, dict[str, Any
     return part, kw
 
 
+def _real_like(op: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor | None:
+    """``op`` (a ``*_like`` factory) asked for a real dtype: the real factory on ``re``'s layout."""
+    dtype = kwargs.get("dtype")
+    if dtype is None or dtype.is_complex:
+        return None
+    return op(x.re if isinstance(x, ComplexTensor) else x, *args, **kwargs)
+
+
 @register(aten.empty_like, aten.zeros_like)
-def zeros_like_impl(x: Tensor, **kwargs: Any) -> ComplexTensor:
+def zeros_like_impl(x: Tensor, **kwargs: Any) -> Tensor:
+    real = _real_like(aten.zeros_like.default, x, **kwargs)
+    if real is not None:
+        return real
     dtype, kw = _like(x, kwargs)
     kw.pop("device")
     like = x.re if isinstance(x, ComplexTensor) else x
@@ -106,12 +126,15 @@ def zeros_like_impl(x: Tensor, **kwargs: Any) -> ComplexTensor:
 
 
 @register(aten.ones_like)
-def ones_like_impl(x: Tensor, **kwargs: Any) -> ComplexTensor:
+def ones_like_impl(x: Tensor, **kwargs: Any) -> Tensor:
     return full_like_impl(x, 1, **kwargs)
 
 
 @register(aten.full_like)
-def full_like_impl(x: Tensor, fill_value: Any, **kwargs: Any) -> ComplexTensor:
+def full_like_impl(x: Tensor, fill_value: Any, **kwargs: Any) -> Tensor:
+    real = _real_like(aten.full_like.default, x, fill_value, **kwargs)
+    if real is not None:
+        return real
     dtype, kw = _like(x, kwargs)
     kw.pop("device")
     like = x.re if isinstance(x, ComplexTensor) else x
@@ -136,8 +159,13 @@ def new_full_impl(x: Tensor, size: Any, fill_value: Any, **kwargs: Any) -> Tenso
 
 @register(aten.new_empty_strided)
 def new_empty_strided_impl(x: Tensor, size: Any, stride: Any, **kwargs: Any) -> Tensor:
-    out = _new(x, size, 0, kwargs)
-    return out.as_strided(size, stride) if isinstance(out, ComplexTensor) else out
+    kw = {k: v for k, v in kwargs.items() if v is not None}
+    kw.setdefault("device", x.device)
+    dtype = kw.pop("dtype", None)
+    if dtype is not None and not dtype.is_complex:
+        return torch.empty_strided(size, stride, dtype=dtype, **kw)
+    part = x.component_dtype if dtype is None else component_dtype_of(dtype)
+    return empty_strided_impl(size, stride, dtype=complex_dtype_of(part), **kw)
 
 
 def _new(x: Tensor, size: Any, fill: Any, kwargs: dict[str, Any]) -> Tensor:
@@ -164,14 +192,20 @@ def randn_impl(size: Any, **kwargs: Any) -> ComplexTensor:
 
 
 @register(aten.randn_like)
-def randn_like_impl(x: Tensor, **kwargs: Any) -> ComplexTensor:
+def randn_like_impl(x: Tensor, **kwargs: Any) -> Tensor:
+    real = _real_like(aten.randn_like.default, x, **kwargs)
+    if real is not None:
+        return real
     dtype, kw = _like(x, kwargs)
     kw.pop("memory_format", None)
     return randn_impl(x.shape, dtype=complex_dtype_of(dtype), **kw)
 
 
 @register(aten.rand_like)
-def rand_like_impl(x: Tensor, **kwargs: Any) -> ComplexTensor:
+def rand_like_impl(x: Tensor, **kwargs: Any) -> Tensor:
+    real = _real_like(aten.rand_like.default, x, **kwargs)
+    if real is not None:
+        return real
     dtype, kw = _like(x, kwargs)
     kw.pop("memory_format", None)
     return ComplexTensor(torch.rand(x.shape, dtype=dtype, **kw), torch.rand(x.shape, dtype=dtype, **kw))
@@ -195,7 +229,41 @@ def uniform__impl(x: ComplexTensor, from_: float = 0.0, to: float = 1.0, *, gene
 
 # -- conversion and copies ---------------------------------------------------------------
 
-partwise(aten.clone, aten.fill_, aten.fill, aten.zero_, aten.zero)
+partwise(aten.fill_, aten.fill, aten.zero_, aten.zero)
+
+
+@register(aten.clone.default)
+def clone_impl(x: ComplexTensor, *, memory_format: torch.memory_format | None = None) -> ComplexTensor:
+    """New planar buffers, laid out as the native clone's.
+
+    ``preserve_format`` keeps the strides of a non-overlapping, dense tensor.
+    The parts of an interleaved tensor are neither (stride 2), so the layout
+    comes from the wrapper's strides (complex elements): clone in the order
+    of decreasing stride, then permute back.
+    """
+    if memory_format in (None, torch.preserve_format):
+        if x.is_contiguous():
+            memory_format = torch.contiguous_format
+        elif is_non_overlapping_and_dense_or_false(x):
+            order = sorted(range(x.dim()), key=lambda d: -x.stride()[d])
+            inverse = [order.index(d) for d in range(x.dim())]
+            return ComplexTensor(
+                x.re.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse),
+                x.im.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse),
+            )
+        else:
+            memory_format = torch.contiguous_format
+    return ComplexTensor(x.re.clone(memory_format=memory_format), x.im.clone(memory_format=memory_format))
+
+
+@register(
+    aten._to_sparse, aten.to_sparse, aten._to_sparse_csr, aten._to_sparse_csc, aten._to_sparse_bsr, aten._to_sparse_bsc
+)
+def to_sparse_impl(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    raise NotImplementedError(
+        "torchcx: sparse layouts are not supported for ComplexTensor (a sparse tensor has no planar "
+        "form); call .to_interleaved() first for a native complex tensor to make sparse"
+    )
 
 
 @register(aten._to_copy)

@@ -1,7 +1,489 @@
-"""Linear algebra: the matmul family on real GEMMs, convolutions, and LAPACK ops as extern kernels."""
+"""Linear algebra: the matmul family on real GEMMs, convolutions, and LAPACK ops as extern kernels.
+
+Note [Complex GEMM strategies]
+------------------------------
+Every product-shaped op here (mm, bmm, mv, dot, vdot, addmm, baddbmm, addbmm,
+addmv, addr, convolution, cross) is bilinear, so its complex product is a
+combination of *real* products of the parts. ``complex_bilinear`` is the one
+place that decides how; the GEMM-shaped ops reach it through
+``complex_matmul``. ``strategy`` names the decomposition:
+
+* ``"4m"`` (the default): (Ar + iAi)(Br + iBi) = (ArBr - AiBi) + i(ArBi + AiBr).
+  Four real products of the parts as they are (no operand copies), each as
+  accurate as a real product.
+* ``"3m"`` (Gauss): T1 = ArBr, T2 = AiBi, T3 = (Ar + Ai)(Br + Bi);
+  re = T1 - T2, im = T3 - T1 - T2. A quarter fewer products for two operand
+  additions, but im is computed by cancellation: its error is relative to
+  |A||B|, not to |im| (ATen's own complex convolution uses it).
+
+A real operand has no imaginary part: two real products, whatever the
+strategy, and a conjugated left operand (vdot) only flips signs in the
+combination.
+
+Room for later strategies, all behind ``complex_matmul`` (the GEMM-shaped
+ops pass their real GEMM, so a strategy may replace it wholesale): ``"block"``,
+one real GEMM [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Cr, Ci] (one launch, and
+one rounding per output for float16/bfloat16 parts), and ``"native"``, the
+vendor's complex GEMM (cgemm/zgemm) on interleaved data as an extern kernel.
+Which is fastest depends on device, dtype and size: choose by measurement.
+
+Float16/bfloat16 parts: the real products run in the part dtype (torch's
+CPU and CUDA GEMMs accumulate those in float32 and round once), their
+combination and the alpha/beta scaling in float32, and the result is rounded
+once more. Against a complex64 product of the same inputs, each output part
+is then off by at most 2u(|A||B|)_ij, with u the unit roundoff of the part
+dtype (2^-8 bfloat16, 2^-11 float16): one rounding of each product and one
+of the sum, and |Ar||Br| + |Ai||Bi| <= |A||B| (tests/test_linalg.py checks
+3u). No vendor library has a complex GEMM for these parts at all.
+
+Mixed real and complex operands follow torch: the GEMM ops (mm, bmm, mv, dot,
+addmm, ...) and cross require one dtype and raise otherwise, addr promotes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
 import torch
+from torch import Tensor
+
+from ..tensor import ComplexTensor, RealView, component_dtype_of
+from ._common import CType, ctype_of, opmath, partwise, result_ctype
+from ._registry import REAL_TO_COMPLEX_OPS, register
+from .extern import register_extern
 
 aten = torch.ops.aten
+
+GemmStrategy = Literal["4m", "3m"]
+
+#: The strategy of ``complex_matmul`` and ``complex_bilinear`` when none is given.
+DEFAULT_GEMM_STRATEGY: GemmStrategy = "4m"
+
+#: A real bilinear function of two real tensors (a GEMM, a convolution, a cross product).
+RealBilinear = Callable[[Tensor, Tensor], Tensor]
+#: Parts of a complex value in the computation dtype; ``None`` is a zero imaginary part.
+Parts = tuple[Tensor, Tensor | None]
+
+
+# -- the core --------------------------------------------------------------------------------
+
+
+def _split(x: Tensor, dtype: torch.dtype) -> Parts:
+    """``x`` as (re, im or None) in ``dtype``: a real operand has no imaginary part."""
+    if isinstance(x, ComplexTensor):
+        return x.re.to(dtype), x.im.to(dtype)
+    if isinstance(x, RealView):
+        return x.materialize().to(dtype), None
+    return x.to(dtype), None
+
+
+def complex_bilinear(
+    f: RealBilinear,
+    a: Tensor,
+    b: Tensor,
+    *,
+    dtype: torch.dtype | None = None,
+    conj_a: bool = False,
+    strategy: GemmStrategy | None = None,
+) -> Parts:
+    """``f(conj(a) if conj_a else a, b)`` for a real bilinear ``f``, by real products of the parts.
+
+    ``a`` and ``b`` are ComplexTensors or real tensors; their parts enter ``f``
+    in ``dtype`` (default: promoted). Returns (re, im) in the computation dtype
+    (float32 for float16/bfloat16 parts); im is None when both operands are real.
+    See Note [Complex GEMM strategies].
+    """
+    if dtype is None:
+        dtype = result_ctype(a, b).real
+    strategy = strategy or DEFAULT_GEMM_STRATEGY
+    compute = opmath(dtype)
+    ar, ai = _split(a, dtype)
+    br, bi = _split(b, dtype)
+
+    def product(x: Tensor, y: Tensor) -> Tensor:
+        return f(x, y).to(compute)
+
+    if ai is None and bi is None:
+        return product(ar, br), None
+    if ai is None:
+        return product(ar, br), product(ar, bi)
+    if bi is None:
+        out_im = product(ai, br)
+        return product(ar, br), -out_im if conj_a else out_im
+    if strategy == "4m":
+        rr, ii, ri, ir = product(ar, br), product(ai, bi), product(ar, bi), product(ai, br)
+        if conj_a:
+            return rr + ii, ri - ir
+        return rr - ii, ri + ir
+    if strategy == "3m":
+        if conj_a:
+            ai = -ai
+        rr, ii = product(ar, br), product(ai, bi)
+        # The operand sums are rounded to the part dtype, as the GEMM reads them.
+        ss = product((ar.to(compute) + ai).to(dtype), (br.to(compute) + bi).to(dtype))
+        return rr - ii, ss - rr - ii
+    raise ValueError(f"torchcx: unknown GEMM strategy {strategy!r}; expected one of {GemmStrategy.__args__}")
+
+
+def complex_matmul(
+    a: Tensor,
+    b: Tensor,
+    *,
+    gemm: RealBilinear = torch.matmul,
+    dtype: torch.dtype | None = None,
+    conj_a: bool = False,
+    strategy: GemmStrategy | None = None,
+) -> Parts:
+    """The complex GEMM ``gemm(a, b)`` (``torch.mm``, ``torch.bmm``, ``torch.mv``, ...) on real GEMMs.
+
+    Every op of the matmul family computes its product here, so that a
+    strategy (Note [Complex GEMM strategies]) applies to all of them.
+    """
+    return complex_bilinear(gemm, a, b, dtype=dtype, conj_a=conj_a, strategy=strategy)
+
+
+# -- dtypes, scalars and results ---------------------------------------------------------------
+
+
+def _dtype_name(x: Tensor) -> str:
+    if isinstance(x, ComplexTensor) and x.component_dtype == torch.bfloat16:
+        return "complex with bfloat16 parts"
+    return str(x.dtype).replace("torch.", "")
+
+
+def _same_ctype(name: str, *tensors: Tensor | None) -> CType:
+    """The common value type of operands torch requires to share one dtype (mm, bmm, ...)."""
+    present = [t for t in tensors if t is not None]
+    ctypes = [ctype_of(t) for t in present]
+    if any(c != ctypes[0] for c in ctypes):
+        raise RuntimeError(
+            f"{name}: expected all tensors to have the same dtype, but got "
+            + ", ".join(_dtype_name(t) for t in present)
+        )
+    return ctypes[0]
+
+
+def _check_scalars(ctype: CType, *scalars: Any) -> None:
+    # torch converts alpha/beta to the result dtype: a complex one into a real result fails.
+    if not ctype.is_complex and any(isinstance(s, complex) for s in scalars):
+        raise RuntimeError("value cannot be converted to type float without overflow")
+
+
+def _scale(s: Any, re: Tensor, im: Tensor | None) -> Parts:
+    """s * (re + i im) for a Python scalar s, complex or real."""
+    if isinstance(s, complex):
+        if im is None:
+            return re * s.real, re * s.imag
+        return re * s.real - im * s.imag, re * s.imag + im * s.real
+    if s == 1:
+        return re, im
+    return re * s, None if im is None else im * s
+
+
+def _wrap(re: Tensor, im: Tensor | None, ctype: CType) -> Tensor:
+    """The result: rounded once to the part dtype; a real result stays real."""
+    if not ctype.is_complex:
+        return re.to(ctype.real)
+    if im is None:
+        im = torch.zeros_like(re)
+    return ComplexTensor(re.to(ctype.real), im.to(ctype.real))
+
+
+def _add_scaled(
+    name: str,
+    self: Tensor,
+    product: Parts,
+    beta: Any,
+    alpha: Any,
+    ctype: CType,
+) -> Tensor:
+    """beta * self + alpha * product, the epilogue of addmm & co (complex scalars are complex products).
+
+    As torch's kernels: beta == 0 ignores ``self`` (its nan and inf are not
+    propagated), and ``self`` must broadcast to the product's shape.
+    """
+    pr, pi = product
+    shape = pr.shape
+    if torch.broadcast_shapes(self.shape, shape) != shape:
+        raise RuntimeError(f"{name}: the input of shape {list(self.shape)} is not broadcastable to {list(shape)}")
+    re, im = _scale(alpha, pr, pi)
+    if beta != 0:
+        sr, si = _split(self, re.dtype)
+        sr, si = _scale(beta, sr, si)
+        re = re + sr
+        if si is not None:
+            # (a new tensor either way: the result must not alias self)
+            im = si + torch.zeros_like(re) if im is None else im + si
+    return _wrap(re, im, ctype)
+
+
+# -- the matmul family -----------------------------------------------------------------------
+
+
+@register(aten.mm.default)
+def mm_impl(a: Tensor, b: Tensor) -> Tensor:
+    ctype = _same_ctype("mm", a, b)
+    return _wrap(*complex_matmul(a, b, gemm=torch.mm), ctype)
+
+
+@register(aten.bmm.default)
+def bmm_impl(a: Tensor, b: Tensor) -> Tensor:
+    ctype = _same_ctype("bmm", a, b)
+    return _wrap(*complex_matmul(a, b, gemm=torch.bmm), ctype)
+
+
+@register(aten.mv.default)
+def mv_impl(a: Tensor, v: Tensor) -> Tensor:
+    ctype = _same_ctype("mv", a, v)
+    return _wrap(*complex_matmul(a, v, gemm=torch.mv), ctype)
+
+
+@register(aten.dot.default)
+def dot_impl(a: Tensor, b: Tensor) -> Tensor:
+    ctype = _same_ctype("dot", a, b)
+    return _wrap(*complex_matmul(a, b, gemm=torch.dot), ctype)
+
+
+@register(aten.vdot.default)
+def vdot_impl(a: Tensor, b: Tensor) -> Tensor:
+    # sum(conj(a) * b): the conjugation is a sign in the combination, not a pass over a.
+    ctype = _same_ctype("vdot", a, b)
+    return _wrap(*complex_matmul(a, b, gemm=torch.dot, conj_a=True), ctype)
+
+
+@register(aten.addmm.default)
+def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    ctype = _same_ctype("addmm", self, a, b)
+    _check_scalars(ctype, alpha, beta)
+    if alpha == 0 and a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:
+        # BLAS semantics, as torch's addmm: alpha = 0 does not read a and b (no nan from them).
+        product = _zero_product(a.shape[0], b.shape[1], ctype, a.device)
+    else:
+        product = complex_matmul(a, b, gemm=torch.mm)
+    return _add_scaled("addmm", self, product, beta, alpha, ctype)
+
+
+@register(aten.baddbmm.default)
+def baddbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    ctype = _same_ctype("baddbmm", self, a, b)
+    _check_scalars(ctype, alpha, beta)
+    return _add_scaled("baddbmm", self, complex_matmul(a, b, gemm=torch.bmm), beta, alpha, ctype)
+
+
+@register(aten.addbmm.default)
+def addbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    ctype = _same_ctype("addbmm", self, a, b)
+    _check_scalars(ctype, alpha, beta)
+    _check_addbmm_shapes(a, b)
+    if alpha == 0:
+        product = _zero_product(a.shape[1], b.shape[2], ctype, a.device)
+    else:
+        product = complex_matmul(a, b, gemm=_sum_of_products)
+    return _add_scaled("addbmm", self, product, beta, alpha, ctype)
+
+
+def _sum_of_products(a: Tensor, b: Tensor) -> Tensor:
+    # sum_k a[k] @ b[k] as one GEMM over the batch-extended contraction: [a_0 .. a_n] @ [b_0; ..; b_n].
+    n, m, k = a.shape
+    return torch.mm(a.transpose(0, 1).reshape(m, n * k), b.reshape(n * k, b.shape[2]))
+
+
+def _check_addbmm_shapes(a: Tensor, b: Tensor) -> None:
+    # The one-GEMM form above would silently accept shapes torch's addbmm rejects.
+    if a.dim() != 3 or b.dim() != 3:
+        raise RuntimeError(f"addbmm: batch1 and batch2 must be 3-D tensors, got {a.dim()}-D and {b.dim()}-D")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {a.shape[0]} and {b.shape[0]}")
+    if a.shape[2] != b.shape[1]:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for bmm ({a.shape[1]}x{a.shape[2]} and {b.shape[1]}x{b.shape[2]})"
+        )
+
+
+def _zero_product(m: int, n: int, ctype: CType, device: torch.device) -> Parts:
+    return torch.zeros((m, n), dtype=opmath(ctype.real), device=device), None
+
+
+@register(aten.addmv.default)
+def addmv_impl(self: Tensor, a: Tensor, v: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    ctype = _same_ctype("addmv", self, a, v)
+    _check_scalars(ctype, alpha, beta)
+    return _add_scaled("addmv", self, complex_matmul(a, v, gemm=torch.mv), beta, alpha, ctype)
+
+
+@register(aten.addr.default)
+def addr_impl(self: Tensor, u: Tensor, v: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    # torch promotes here (unlike the GEMM ops): a real vector costs two real products, not four.
+    ctype = result_ctype(self, u, v)
+    _check_scalars(ctype, alpha, beta)
+    product = complex_bilinear(torch.outer, u, v, dtype=ctype.real)
+    return _add_scaled("addr", self, product, beta, alpha, ctype)
+
+
+# -- other bilinear ops ------------------------------------------------------------------------
+
+
+@register(aten.linalg_cross.default)
+def linalg_cross_impl(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
+    ctype = _same_ctype("linalg.cross", a, b)
+    return _wrap(*complex_bilinear(lambda x, y: torch.linalg.cross(x, y, dim=dim), a, b), ctype)
+
+
+@register(aten.convolution.default)
+def convolution_impl(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+) -> Tensor:
+    """Convolution (or its transpose) with complex input and/or weight: real convolutions of the parts.
+
+    Torch's native convolution kernels take no complex tensors at all (its
+    ``conv1d``/``conv2d``/... split complex operands themselves before they get
+    here); this computes ``aten.convolution`` for them, and for a real
+    operand with a complex one, which costs two real convolutions.
+    """
+    ctype = result_ctype(input, weight, bias)
+
+    def conv(x: Tensor, w: Tensor) -> Tensor:
+        return torch.convolution(x, w, None, stride, padding, dilation, transposed, output_padding, groups)
+
+    re, im = complex_bilinear(conv, input, weight, dtype=ctype.real)
+    if bias is not None:
+        # bias is per output channel (dim 1): broadcast it over the batch and spatial dims.
+        br, bi = _split(bias, re.dtype)
+        shape = (1, -1) + (1,) * (re.dim() - 2)
+        re = re + br.reshape(shape)
+        if bi is not None:
+            im = (torch.zeros_like(re) if im is None else im) + bi.reshape(shape)
+    return _wrap(re, im, ctype)
+
+
+# -- reductions of the linalg family -----------------------------------------------------------
+
+# trace and block_diag are linear: f(re + i im) = f(re) + i f(im).
+partwise(aten.trace.default, aten.block_diag.default)
+
+
+@register(aten.linalg_vector_norm.default)
+def linalg_vector_norm_impl(
+    x: Tensor,
+    ord: float = 2,
+    dim: Sequence[int] | int | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    # ||z||_p = ||(|z_k|)_k||_p: the real norm of the moduli, |z| by hypot (no overflow of re^2 + im^2).
+    if not isinstance(x, ComplexTensor):
+        return aten.linalg_vector_norm.default(x, ord, dim, keepdim, dtype=dtype)
+    if dtype is not None and not dtype.is_complex:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, but got {dtype}")
+    part = x.component_dtype if dtype is None else component_dtype_of(dtype)
+    compute = opmath(part)
+    modulus = torch.hypot(x.re.to(compute), x.im.to(compute))
+    return torch.linalg.vector_norm(modulus, ord, dim, keepdim).to(part)
+
+
+# -- LAPACK: extern kernels --------------------------------------------------------------------
+
+# The factorizations and solvers run as the native complex LAPACK kernel on the
+# interleaved data (Note [Extern kernels]). These are the overloads the public
+# torch.linalg functions reach under dispatch (their CompositeImplicit wrappers
+# decompose into them). Only the functional overloads: in-place and out=
+# variants copy the functional result (Note [How an op is resolved]), which
+# is right whatever the memory layout of the out= tensor.
+register_extern(
+    aten.cholesky.default,
+    aten.cholesky_inverse.default,
+    aten.cholesky_solve.default,
+    aten.linalg_cholesky_ex.default,
+    aten.geqrf.default,
+    aten.ormqr.default,
+    aten.linalg_householder_product.default,
+    aten.linalg_qr.default,
+    aten.lu_unpack.default,
+    aten.linalg_lu.default,
+    aten.linalg_lu_factor_ex.default,
+    aten.linalg_lu_solve.default,
+    aten.linalg_ldl_factor_ex.default,
+    aten.linalg_ldl_solve.default,
+    aten.triangular_solve.default,
+    aten.linalg_solve_triangular.default,
+    aten._linalg_solve_ex.default,
+    aten.linalg_inv_ex.default,
+    aten._linalg_det.default,
+    aten._linalg_slogdet.default,
+    aten._linalg_svd.default,
+    aten._linalg_eigh.default,
+    aten.linalg_eig.default,
+    aten.linalg_lstsq.default,
+    aten.linalg_matrix_exp.default,
+)
+
+
+@register(aten.linalg_pinv.atol_rtol_tensor)
+def linalg_pinv_impl(
+    x: Tensor,
+    *,
+    atol: Tensor | None = None,
+    rtol: Tensor | None = None,
+    hermitian: bool = False,
+) -> Tensor:
+    """Moore-Penrose inverse from the SVD (or eigendecomposition): V diag(1/s) U^H.
+
+    Torch's definition: singular values at or below max(atol, rtol * s_max)
+    count as zero; without tolerances rtol = eps * max(m, n) (zero when atol > 0).
+    The factorization is the extern kernel; the rest is real arithmetic on the
+    parts and one complex GEMM.
+    """
+    if not isinstance(x, ComplexTensor):
+        return aten.linalg_pinv.atol_rtol_tensor(x, atol=atol, rtol=rtol, hermitian=hermitian)
+    part = x.component_dtype
+    m, n = x.shape[-2], x.shape[-1]
+    if x.numel() == 0:
+        zero = torch.zeros((*x.shape[:-2], n, m), dtype=part, device=x.device)
+        return ComplexTensor(zero, torch.zeros_like(zero))
+    atol, rtol = _pinv_tolerances(x, atol, rtol)
+    if hermitian:
+        s, u = torch.linalg.eigh(x)
+        s_abs = s.abs()
+        tol = torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * s_abs.amax(dim=-1, keepdim=True))
+        s_inv = torch.where(s_abs > tol, s.reciprocal(), torch.zeros((), dtype=s.dtype, device=s.device))
+        left, right = u, u
+    else:
+        left, s, right = torch.linalg.svd(x, full_matrices=False)
+        right = right.mH
+        tol = torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * s.narrow(-1, 0, 1))
+        s_inv = torch.where(s > tol, s.reciprocal(), torch.zeros((), dtype=s.dtype, device=s.device))
+    # V diag(s_inv) U^H: scale the columns of V (a real scaling of each part), then one GEMM.
+    s_inv = s_inv.to(opmath(part)).unsqueeze(-2)
+    scaled = ComplexTensor(right.re.to(s_inv.dtype) * s_inv, right.im.to(s_inv.dtype) * s_inv)
+    re, im = complex_matmul(scaled, left.mH, dtype=s_inv.dtype)
+    return _wrap(re, im, CType(part, True))
+
+
+def _pinv_tolerances(x: ComplexTensor, atol: Tensor | None, rtol: Tensor | None) -> tuple[Tensor, Tensor]:
+    """(atol, rtol) as float64 tensors, with torch's defaults."""
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if tol is not None and (isinstance(tol, ComplexTensor) or tol.is_complex()):
+            raise RuntimeError(f"linalg.pinv: {name} tensor of complex type is not supported.")
+    options = {"dtype": torch.float64, "device": x.device}
+    atol_t = torch.zeros((), **options) if atol is None else atol
+    if rtol is not None:
+        return atol_t, rtol
+    eps = torch.finfo(x.component_dtype).eps
+    default = torch.full((), eps * max(x.shape[-1], x.shape[-2]), **options)
+    if atol is None:
+        return atol_t, default
+    return atol_t, torch.where(atol > 0, torch.zeros((), **options), default)
+
+
+# The eigendecomposition of a real matrix is complex.
+REAL_TO_COMPLEX_OPS.add(aten.linalg_eig)

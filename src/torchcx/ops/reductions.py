@@ -1,9 +1,321 @@
-"""Reductions and scans: sum, mean, prod, cumsum, cumprod, var/std, norms, ...
+"""Reductions and scans: sum, mean, prod, cumsum, cumprod, logsumexp, logcumsumexp, var/std.
 
-float16/bfloat16 parts accumulate in float32 (as torch does for real tensors)."""
+(``linalg_vector_norm``, which the norms reduce to, is in linalg.py.)
+
+Sums (sum, mean, cumsum) act on each part. Products and log-sum-exps are not
+partwise: ``prod`` multiplies in a pairwise tree and the scans (``cumprod``,
+``logcumsumexp``) are parallel prefix scans, both of depth log n, so that a
+compiled graph stays a short chain of wide fused kernels rather than a loop.
+
+float16/bfloat16 parts accumulate in float32 (as torch does for real tensors)
+and the result is rounded once. A ``dtype=`` argument converts the input first,
+as torch does (a real dtype keeps the real part, with torch's warning).
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import torch
+from torch import Tensor
+
+from ..tensor import ComplexTensor, component_dtype_of
+from ._common import CType, opmath, register, to_complex
 
 aten = torch.ops.aten
+
+Parts = tuple[Tensor, Tensor]
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _cast(x: Tensor, dtype: torch.dtype | None) -> Tensor:
+    """``x`` converted to a reduction's ``dtype=`` argument, before reducing."""
+    if dtype is None or (isinstance(x, ComplexTensor) and dtype == x.dtype):
+        return x
+    if dtype.is_complex:
+        return to_complex(x, CType(component_dtype_of(dtype), True))
+    return x.to(dtype)  # complex -> real keeps the real part (and warns), as torch
+
+
+def _upcast(x: ComplexTensor) -> Parts:
+    """The parts in the dtype arithmetic on them accumulates in."""
+    acc = opmath(x.component_dtype)
+    return x.re.to(acc), x.im.to(acc)
+
+
+def _rounded(x: ComplexTensor, re: Tensor, im: Tensor) -> ComplexTensor:
+    """A result computed in opmath, rounded once to ``x``'s part dtype."""
+    return ComplexTensor(re.to(x.component_dtype), im.to(x.component_dtype))
+
+
+def _each_part(x: ComplexTensor, fn: Callable[[Tensor], Tensor]) -> ComplexTensor:
+    """A reduction that acts on each part: sum(re + i im) = sum(re) + i sum(im)."""
+    re, im = _upcast(x)
+    return _rounded(x, fn(re), fn(im))
+
+
+def _cmul(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> Parts:
+    # (a + ib)(c + id) = (ac - bd) + i(ad + bc): the textbook product, as eager's
+    # c10::complex operator*, so that inf/nan come out the same.
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+def _reduce_dims(dim: Sequence[int] | int | None, ndim: int) -> list[int]:
+    if dim is None:
+        return list(range(ndim))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not dims:
+        return list(range(ndim))
+    return sorted({d % max(ndim, 1) for d in dims})
+
+
+# -- sums ----------------------------------------------------------------------------------
+
+
+@register(aten.sum.dim_IntList, aten.sum.default)
+def sum_impl(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Tensor:
+    x = _cast(x, dtype)
+    if not isinstance(x, ComplexTensor):
+        return aten.sum.dim_IntList(x, dim, keepdim)
+    return _each_part(x, lambda p: aten.sum.dim_IntList(p, dim, keepdim))
+
+
+@register(aten.mean.dim, aten.mean.default)
+def mean_impl(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Tensor:
+    x = _cast(x, dtype)
+    if not isinstance(x, ComplexTensor):
+        return aten.mean.dim(x, dim, keepdim)
+    return _each_part(x, lambda p: aten.mean.dim(p, dim, keepdim))
+
+
+@register(aten.cumsum.default)
+def cumsum_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Tensor:
+    x = _cast(x, dtype)
+    if not isinstance(x, ComplexTensor):
+        return aten.cumsum(x, dim)
+    return _each_part(x, lambda p: aten.cumsum(p, dim))
+
+
+# -- products ------------------------------------------------------------------------------
+
+
+def _tree_prod(re: Tensor, im: Tensor) -> Parts:
+    """Product over the last dim, keeping it (size 1): multiply neighbours pairwise until one is left.
+
+    Depth log n, and each factor meets O(log n) roundings instead of n.
+    """
+    n = re.shape[-1]
+    if n == 0:
+        shape = (*re.shape[:-1], 1)
+        return torch.ones(shape, dtype=re.dtype, device=re.device), torch.zeros(shape, dtype=im.dtype, device=im.device)
+    if n == 1:
+        return re.clone(), im.clone()
+    while n > 1:
+        even = n - n % 2
+        pr, pi = _cmul(re[..., 0:even:2], im[..., 0:even:2], re[..., 1:even:2], im[..., 1:even:2])
+        if n % 2:  # the odd one out joins the next round as it is
+            pr, pi = torch.cat([pr, re[..., -1:]], -1), torch.cat([pi, im[..., -1:]], -1)
+        re, im = pr, pi
+        n = re.shape[-1]
+    return re, im
+
+
+@register(aten.prod.default, aten.prod.dim_int)
+def prod_impl(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Tensor:
+    x = _cast(x, dtype)
+    if not isinstance(x, ComplexTensor):
+        return aten.prod(x) if dim is None else aten.prod(x, dim, keepdim)
+    re, im = _upcast(x)
+    if dim is None:
+        pr, pi = _tree_prod(re.reshape(1, -1), im.reshape(1, -1))
+        return _rounded(x, pr.reshape(()), pi.reshape(()))
+    d = dim % max(x.dim(), 1)
+    if x.dim() == 0:
+        return _rounded(x, re.clone(), im.clone())
+    pr, pi = _tree_prod(re.movedim(d, -1), im.movedim(d, -1))
+    pr, pi = pr.movedim(-1, d), pi.movedim(-1, d)
+    if not keepdim:
+        pr, pi = pr.squeeze(d), pi.squeeze(d)
+    return _rounded(x, pr, pi)
+
+
+# -- scans ---------------------------------------------------------------------------------
+
+
+def _prefix_scan(re: Tensor, im: Tensor, dim: int, combine: Callable[[Tensor, Tensor, Tensor, Tensor], Parts]) -> Parts:
+    """Inclusive scan of an associative ``combine(earlier, later)`` along ``dim``.
+
+    Hillis-Steele: in round k every element combines with the one 2^k before
+    it; after ceil(log2 n) rounds element i holds combine(x_0, ..., x_i).
+    Every round is one elementwise op over the whole tensor (no loop over n).
+    """
+    if re.dim() == 0:
+        return re.clone(), im.clone()
+    n = re.shape[dim]
+    if n <= 1:
+        return re.clone(), im.clone()
+    step = 1
+    while step < n:
+        cr, ci = combine(
+            re.narrow(dim, 0, n - step),
+            im.narrow(dim, 0, n - step),
+            re.narrow(dim, step, n - step),
+            im.narrow(dim, step, n - step),
+        )
+        re = torch.cat([re.narrow(dim, 0, step), cr], dim)
+        im = torch.cat([im.narrow(dim, 0, step), ci], dim)
+        step *= 2
+    return re, im
+
+
+@register(aten.cumprod.default)
+def cumprod_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Tensor:
+    x = _cast(x, dtype)
+    if not isinstance(x, ComplexTensor):
+        return aten.cumprod(x, dim)
+    re, im = _prefix_scan(*_upcast(x), dim, _cmul)
+    return _rounded(x, re, im)
+
+
+def _log_add_exp(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> Parts:
+    """log(exp(a) + exp(b)) for complex a, b, with eager's special cases (LogAddExp.h).
+
+    Shifted by the operand of larger real part, M: log(e^m + e^M) = M +
+    log1p(e^(m - M)), where |e^(m - M)| <= 1 cannot overflow. Any nan gives
+    nan + nan i; two infinite real parts of the same sign give -inf (the
+    smaller operand: its angle is meaningless) or +inf with the angle of the sum.
+    """
+    a_smaller = ar < br  # ties: b counts as the smaller one, as eager's
+    mr, mi = torch.where(a_smaller, ar, br), torch.where(a_smaller, ai, bi)  # min by real part
+    xr, xi = torch.where(a_smaller, br, ar), torch.where(a_smaller, bi, ai)  # max by real part
+    # log1p(w), w = exp(m - M): |1 + w|^2 = 1 + (2 wr + wr^2 + wi^2), the bracket
+    # small when w is, so log1p keeps its digits; arg(1 + w) = atan2(wi, 1 + wr).
+    scale = torch.exp(mr - xr)
+    dphase = mi - xi
+    wr, wi = scale * torch.cos(dphase), scale * torch.sin(dphase)
+    lr = 0.5 * torch.log1p(wr * (2 + wr) + wi * wi)
+    li = torch.atan2(wi, 1 + wr)
+    out_r, out_i = xr + lr, xi + li
+    # both real parts -inf: exp of either is 0; eager returns the smaller operand
+    both_inf = torch.isinf(mr) & (mr == xr)
+    out_r = torch.where(both_inf, mr, out_r)
+    out_i = torch.where(both_inf & (mr < 0), mi, out_i)
+    # both +inf: log(e^m + e^M) = +inf with the angle of cis(mi) + cis(xi)
+    plus_inf = both_inf & (mr > 0)
+    out_i = torch.where(plus_inf, torch.atan2(torch.sin(mi) + torch.sin(xi), torch.cos(mi) + torch.cos(xi)), out_i)
+    nan = torch.isnan(ar) | torch.isnan(ai) | torch.isnan(br) | torch.isnan(bi)
+    return torch.where(nan, torch.nan, out_r), torch.where(nan, torch.nan, out_i)
+
+
+@register(aten.logcumsumexp.default)
+def logcumsumexp_impl(x: ComplexTensor, dim: int) -> ComplexTensor:
+    """log(cumsum(exp(z))), by a prefix scan of log-add-exp, with eager's branch of the angle.
+
+    The imaginary part is an angle, defined up to 2 pi, and eager's sequential
+    kernel picks a branch by its order of operations: acc_k =
+    logaddexp(acc_{k-1}, z_k) takes the angle of the operand with the larger
+    real part and adds a principal increment (|.| <= pi/2). So the angle
+    restarts from imag(z_j) at each j where z_j's real part exceeds
+    acc_{j-1}'s, and between restarts adds the principal increments of
+    arg(S_k), S_k = sum_{i<=k} exp(z_i). The scan gives log|S_k| and arg(S_k)
+    in some branch; the branch is then rebuilt with a segmented cumsum.
+    """
+    re, im = _upcast(x)
+    if x.dim() == 0:
+        return _rounded(x, re.clone(), im.clone())
+    dim = dim % x.dim()
+    n = x.shape[dim]
+    lr, li = _prefix_scan(re, im, dim, _log_add_exp)
+    if n <= 1:
+        return _rounded(x, lr, li)
+    theta = _principal(li)
+    first = lr.narrow(dim, 0, 1)
+    # restart where z_k's real part exceeds log|S_{k-1}| (always at k = 0)
+    restart = torch.cat(
+        [torch.ones_like(first, dtype=torch.bool), re.narrow(dim, 1, n - 1) > lr.narrow(dim, 0, n - 1)], dim
+    )
+    anchor = im + _principal(theta - im)
+    step = torch.cat(
+        [torch.zeros_like(first), _principal(theta.narrow(dim, 1, n - 1) - theta.narrow(dim, 0, n - 1))], dim
+    )
+    total = torch.cumsum(step, dim)
+    shape = [1] * x.dim()
+    shape[dim] = n
+    index = torch.arange(n, device=x.device).reshape(shape).expand(x.shape)
+    last_restart = torch.cummax(torch.where(restart, index, 0), dim).values
+    angle = torch.gather(anchor - total, dim, last_restart) + total
+    # infinite or nan log|S|: eager's special cases, which the scan already follows
+    angle = torch.where(torch.isfinite(lr), angle, li)
+    return _rounded(x, lr, angle)
+
+
+def _principal(angle: Tensor) -> Tensor:
+    """``angle`` reduced to [-pi, pi)."""
+    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+
+
+@register(aten.logsumexp.default)
+def logsumexp_impl(x: Tensor, dim: Sequence[int], keepdim: bool = False) -> Tensor:
+    """log(sum(exp(z))) = M + log(sum(exp(z - M))), M the largest real part (0 if infinite).
+
+    Shifting by a real M scales every exp(z - M) to modulus <= 1: no overflow
+    in the sum, and the largest term keeps its digits. The angles are
+    unaffected. As eager: the complex exp and log of the pointwise table.
+    """
+    if not isinstance(x, ComplexTensor):
+        return aten.logsumexp(x, dim, keepdim)
+    z = ComplexTensor(*_upcast(x))
+    if x.numel() == 0:
+        out = torch.log(torch.sum(torch.exp(z), dim, keepdim))
+        return _rounded(x, out.re, out.im)
+    dims = _reduce_dims(dim, x.dim())
+    shift = torch.amax(z.re, dims, keepdim=True)
+    shift = torch.where(torch.isinf(shift), 0.0, shift)
+    out = torch.log(torch.sum(torch.exp(z - shift), dims, keepdim)) + (shift if keepdim else shift.squeeze(dims))
+    return _rounded(x, out.re, out.im)
+
+
+# -- variance --------------------------------------------------------------------------
+
+
+def _var(x: ComplexTensor, dim: Any, correction: Any, keepdim: bool) -> Tensor:
+    # E|z - E z|^2 = E(re - E re)^2 + E(im - E im)^2: the real variances of the
+    # parts add (with the same correction), each computed by torch's two-pass kernel.
+    re, im = _upcast(x)
+    return aten.var.correction(re, dim, correction=correction, keepdim=keepdim) + aten.var.correction(
+        im, dim, correction=correction, keepdim=keepdim
+    )
+
+
+@register(aten.var.correction)
+def var_impl(x: ComplexTensor, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Tensor:
+    return _var(x, dim, correction, keepdim).to(x.component_dtype)
+
+
+@register(aten.std.correction)
+def std_impl(x: ComplexTensor, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Tensor:
+    return torch.sqrt(_var(x, dim, correction, keepdim)).to(x.component_dtype)
+
+
+@register(aten.var_mean.correction)
+def var_mean_impl(
+    x: ComplexTensor, dim: Any = None, *, correction: Any = None, keepdim: bool = False
+) -> tuple[Tensor, ComplexTensor]:
+    return var_impl(x, dim, correction=correction, keepdim=keepdim), mean_impl(x, dim, keepdim)
+
+
+@register(aten.std_mean.correction)
+def std_mean_impl(
+    x: ComplexTensor, dim: Any = None, *, correction: Any = None, keepdim: bool = False
+) -> tuple[Tensor, ComplexTensor]:
+    return std_impl(x, dim, correction=correction, keepdim=keepdim), mean_impl(x, dim, keepdim)
+
+
+@register(aten.dist.default)
+def dist_impl(a: Tensor, b: Tensor, p: float = 2) -> Tensor:
+    # ||a - b||_p: the p-norm of the moduli of the difference, a real number.
+    return torch.linalg.vector_norm(torch.sub(a, b), p)

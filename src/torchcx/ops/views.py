@@ -8,15 +8,18 @@ dispatcher of :class:`~torchcx.tensor.RealView`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import Tensor
+from torch._ops import OpOverload
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map
 
-from ..tensor import ComplexTensor, RealView, _interleaved_pair
+from ..tensor import ComplexTensor, RealView, _interleaved_pair, element_unit
 from ._common import partwise
-from ._registry import register
+from ._registry import dispatch, register
 
 aten = torch.ops.aten
 
@@ -63,20 +66,107 @@ partwise(
     aten.alias_copy,
     aten.detach_copy,
     aten.narrow_copy,
-    aten.as_strided_copy,
 )
 
 
 @register(aten.as_strided.default)
 def as_strided_impl(x: ComplexTensor, size: Any, stride: Any, storage_offset: Any = None) -> ComplexTensor:
-    # The outer tensor's offset is re's (Note [Planar representation]); im sits at its own.
-    if storage_offset is None:
-        return ComplexTensor(x.re.as_strided(size, stride), x.im.as_strided(size, stride))
+    # size, stride and offset count complex elements (Note [Planar representation]):
+    # scale them to part elements; im sits at its own offset from re.
+    unit = element_unit(x.re, x.im)
+    offset = x.storage_offset() if storage_offset is None else storage_offset
+    part_stride = [unit * s for s in stride]
     shift = x.im.storage_offset() - x.re.storage_offset()
     return ComplexTensor(
-        x.re.as_strided(size, stride, storage_offset),
-        x.im.as_strided(size, stride, storage_offset + shift),
+        x.re.as_strided(size, part_stride, unit * offset),
+        x.im.as_strided(size, part_stride, unit * offset + shift),
     )
+
+
+@register(aten.as_strided_copy.default)
+def as_strided_copy_impl(x: ComplexTensor, size: Any, stride: Any, storage_offset: Any = None) -> ComplexTensor:
+    view = as_strided_impl(x, size, stride, storage_offset)
+    return ComplexTensor(view.re.clone(), view.im.clone())
+
+
+# -- in-place view ops: new metadata for the tensor itself ---------------------------------
+
+
+def _inplace_view(op: OpOverload, functional: OpOverload) -> None:
+    """``x.t_()`` and friends: ``x`` becomes the view ``functional(x)``, in place.
+
+    The parts are replaced by the view's parts (not changed in place: another
+    ComplexTensor may hold the same part tensors), and the wrapper's own sizes
+    and strides are updated by the op's kernel run below Python dispatch, as
+    FunctionalTensor does for its wrapper.
+    """
+
+    def impl(x: ComplexTensor, *args: Any, **kwargs: Any) -> ComplexTensor:
+        view = dispatch(functional, (x, *args), kwargs)
+        x.re, x.im = view.re, view.im
+        with no_dispatch():
+            op(x, *args, **kwargs)
+        return x
+
+    impl.__name__ = impl.__qualname__ = op.overloadpacket.__name__ + "impl"
+    register(op)(impl)
+
+
+for _op, _functional in [
+    (aten.t_.default, aten.t.default),
+    (aten.transpose_.default, aten.transpose.int),
+    (aten.unsqueeze_.default, aten.unsqueeze.default),
+    (aten.squeeze_.default, aten.squeeze.default),
+    (aten.squeeze_.dim, aten.squeeze.dim),
+    (aten.squeeze_.dims, aten.squeeze.dims),
+    (aten.as_strided_.default, aten.as_strided.default),
+]:
+    _inplace_view(_op, _functional)
+
+
+@register(aten.resize_.default)
+def resize__impl(x: ComplexTensor, size: Any, *, memory_format: Any = None) -> ComplexTensor:
+    """Resize as a native complex tensor would: same storage, grown if needed, contiguous strides."""
+    size = tuple(size)
+    if size == tuple(x.shape) and memory_format is None:
+        return x  # torch keeps the strides when the size does not change
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+        raise NotImplementedError(f"torchcx: resize_ of a ComplexTensor with memory_format={memory_format}")
+    unit = element_unit(x.re, x.im)
+    if unit == 1:
+        # separate buffers: resize each part (each grows its own storage)
+        re, im = x.re, x.im
+        if re.untyped_storage().data_ptr() == im.untyped_storage().data_ptr():
+            raise NotImplementedError("torchcx: resize_ of a ComplexTensor whose parts share a buffer")
+        x.re, x.im = aten.alias(re).resize_(size), aten.alias(im).resize_(size)
+    else:
+        # one interleaved buffer: grow it as the native complex tensor's, re and im stay interleaved
+        storage = x.re.untyped_storage()
+        item = x.re.element_size()
+        numel = math.prod(size)
+        needed = (2 * (x.storage_offset() + numel)) * item
+        if numel and storage.nbytes() < needed:
+            storage.resize_(needed)
+        stride = [2 * s for s in _contiguous_strides(size)]
+        offset = 2 * x.storage_offset()
+        x.re = x.re.new_empty(0).set_(storage, offset, size, stride)
+        x.im = x.im.new_empty(0).set_(storage, offset + 1, size, stride)
+    with no_dispatch():
+        aten.resize_.default(x, size)
+    return x
+
+
+@register(aten.resize_as_.default)
+def resize_as__impl(x: ComplexTensor, template: Tensor, *, memory_format: Any = None) -> ComplexTensor:
+    return resize__impl(x, template.shape, memory_format=memory_format)
+
+
+def _contiguous_strides(size: tuple[int, ...]) -> list[int]:
+    strides, step = [], 1
+    for n in reversed(size):
+        strides.append(step)
+        step *= max(n, 1)
+    return strides[::-1]
 
 
 @register(aten._conj)
