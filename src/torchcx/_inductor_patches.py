@@ -1,36 +1,57 @@
-"""A code generation fix for Inductor's CPU backend, applied while torchcx compiles.
+"""Two fixes to Inductor 2.13, applied only while torchcx compiles a graph.
+
+Both concern the bitcasts that unpack complex64 words into float32 parts
+(Note [Interleaved layouts]); neither changes what a graph computes.
 
 Note [Vectorized bitcasts]
 --------------------------
-Complex64 values enter and leave torchcx's graphs as int64 words (Note
-[Interleaved layouts]); the parts are recovered with an integer truncation and
-a bitcast to float32. Inductor 2.13's vectorized C++ kernels emit a bitcast as
-a scalar loop through a stack buffer (``CppVecOverrides`` has no vector
-override for ``to_dtype_bitcast``), which made the boundary cost 2.7x the
-planar kernel's time; ATen's ``at::vec::cast<To>(Vectorized<From>)``
-reinterprets a vector register in one instruction. This patch emits that cast
-for same-width 32-bit types when both are held as one vector, and otherwise
-leaves Inductor's code as it was. It changes generated code only (not results)
-and only during torchcx's own compilations; ``torchcx.config.vectorized_bitcast``
-turns it off.
+Inductor's vectorized C++ kernels emit a bitcast as a scalar loop through a
+stack buffer (``CppVecOverrides`` has no vector override for
+``to_dtype_bitcast``), which made the boundary cost 2.7x the planar kernel's
+time; ATen's ``at::vec::cast<To>(Vectorized<From>)`` reinterprets a vector
+register in one instruction. We emit that cast for same-width 32-bit types
+when both are held as one vector, and otherwise leave the code as it was.
+
+Note [Bitcasts of computed values]
+----------------------------------
+``aten.view.dtype`` of a value that is not a buffer yet lowers to a
+``DtypeView``. When Inductor's reinplacing pass later turns a scatter on that
+value into a mutation (``diagonal_scatter`` becomes ``diagonal(x).copy_(src)``),
+the scheduler needs a reindexer the ``DtypeView`` does not have and compilation
+fails. In a functional graph a bitcast of a computed value is just a pointwise
+op, so we lower it as one (it fuses exactly as the view would); bitcasts of
+buffers (graph inputs) stay views.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import torch
+
+from . import config
 
 _FOUR_BYTE = (torch.float32, torch.int32)
 
 
 @contextlib.contextmanager
-def vectorized_bitcasts() -> Iterator[None]:
+def inductor_patches() -> Iterator[None]:
+    """Both patches, for the duration of one compile_fx_inner call."""
+    with contextlib.ExitStack() as stack:
+        if config.vectorized_bitcast:
+            stack.enter_context(_vectorized_bitcasts())
+        stack.enter_context(_pointwise_bitcasts())
+        yield
+
+
+@contextlib.contextmanager
+def _vectorized_bitcasts() -> Iterator[None]:
     try:
         from torch._inductor.codegen import cpp
         from torch._inductor.virtualized import V
-    except ImportError:  # pragma: no cover - Inductor layout changed
+    except ImportError:  # pragma: no cover - Inductor's layout changed
         yield
         return
     overrides = getattr(cpp, "CppVecOverrides", None)
@@ -60,3 +81,37 @@ def vectorized_bitcasts() -> Iterator[None]:
             del overrides.to_dtype_bitcast
         else:
             overrides.to_dtype_bitcast = own
+
+
+@contextlib.contextmanager
+def _pointwise_bitcasts() -> Iterator[None]:
+    try:
+        from torch._inductor import ir, lowering
+        from torch._inductor.virtualized import ops
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    key = torch.ops.aten.view.dtype
+    original = lowering.lowerings.get(key)
+    if original is None:  # pragma: no cover
+        yield
+        return
+
+    def view_dtype(x: Any, dtype: torch.dtype) -> Any:
+        src = x.get_dtype()
+        same_width = not src.is_complex and not dtype.is_complex and src.itemsize == dtype.itemsize
+        if not same_width or src == dtype or ir.is_storage_and_layout(x):
+            return original(x, dtype)
+        load = x.make_loader()
+        return ir.Pointwise.create(
+            device=x.get_device(),
+            dtype=dtype,
+            inner_fn=lambda index: ops.to_dtype_bitcast(load(index), dtype, src),
+            ranges=list(x.get_size()),
+        )
+
+    lowering.lowerings[key] = view_dtype
+    try:
+        yield
+    finally:
+        lowering.lowerings[key] = original

@@ -43,7 +43,7 @@ from torch._ops import OpOverload
 from torch.utils._pytree import tree_flatten, tree_map
 
 from . import _layout, config
-from ._inductor_patches import vectorized_bitcasts
+from ._inductor_patches import inductor_patches
 from .ops import dispatch, resolve
 from .ops._registry import EXTERN_OPS, describe_args
 from .ops.extern import call_extern
@@ -217,7 +217,7 @@ def _lower_and_compile(
     outer = torch._guards.TracingContext.try_get()
     outer_strides = outer.output_strides if outer is not None else None
     with torch._guards.TracingContext.report_output_strides() as real_strides:
-        with vectorized_bitcasts() if config.vectorized_bitcast else contextlib.nullcontext():
+        with inductor_patches():
             compiled = compile_fx_inner(real_gm, real_inputs, **kwargs)
     if outer_strides is not None and real_strides is not None:
         # AOTAutograd reads the strides of the *complex* outputs: translate ours.
@@ -333,7 +333,9 @@ class _Lowering:
         self.constants = self._constants()
         with fake_mode if fake_mode is not None else contextlib.nullcontext():
             fake_constants = [fake_mode.from_tensor(c, static_shapes=True) if fake_mode else c for c in self.constants]
-            real_gm = make_fx(self._run, decomposition_table=select_decomp_table())(*real_inputs, *fake_constants)
+            real_gm = make_fx(_functionalized(self._run), decomposition_table=select_decomp_table())(
+                *real_inputs, *fake_constants
+            )
         real_gm.graph.eliminate_dead_code()
         real_gm.recompile()
         return real_gm, [*real_inputs, *fake_constants]
@@ -468,6 +470,39 @@ def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
     from .tensor import component_dtype_of
 
     return to_complex(value, CType(component_dtype_of(dtype), True))
+
+
+def _functionalized(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` traced functionally, its input mutations written back with ``copy_`` at the end.
+
+    Decompositions (and in-place implementations) may mutate intermediates, and
+    Inductor takes functional graphs whose only mutations are copies into inputs.
+    """
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+
+    def run(*args: Any) -> Any:
+        functional_args = []
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+            with FunctionalTensorMode():
+                functional_args = [FunctionalTensor.to_functional(a) if isinstance(a, Tensor) else a for a in args]
+                outs = fn(*functional_args)
+                outs = tree_map(_from_functional, outs)
+            for arg, functional in zip(args, functional_args):
+                if isinstance(functional, FunctionalTensor) and torch._functionalize_has_data_mutation(functional.elem):
+                    torch._sync(functional)
+                    arg.copy_(torch._from_functional_tensor(functional.elem))
+        return outs
+
+    return run
+
+
+def _from_functional(t: Any) -> Any:
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if not isinstance(t, FunctionalTensor):
+        return t
+    torch._sync(t)
+    return torch._from_functional_tensor(t.elem)
 
 
 def _complex_scalars_as_tensors(target: OpOverload, args: tuple[Any, ...]) -> tuple[Any, ...]:
