@@ -86,13 +86,15 @@ def complex_bilinear(
     dtype: torch.dtype | None = None,
     conj_a: bool = False,
     strategy: GemmStrategy | None = None,
+    prepare: Callable[[Tensor], Tensor] | None = None,
 ) -> Parts:
     """``f(conj(a) if conj_a else a, b)`` for a real bilinear ``f``, by real products of the parts.
 
     ``a`` and ``b`` are ComplexTensors or real tensors; their parts enter ``f``
-    in ``dtype`` (default: promoted). Returns (re, im) in the computation dtype
-    (float32 for float16/bfloat16 parts); im is None when both operands are real.
-    See Note [Complex GEMM strategies].
+    in ``dtype`` (default: promoted), after ``prepare`` if given (each part is
+    read by two products: a layout fix belongs there, done once). Returns
+    (re, im) in the computation dtype (float32 for float16/bfloat16 parts);
+    im is None when both operands are real. See Note [Complex GEMM strategies].
     """
     if dtype is None:
         dtype = result_ctype(a, b).real
@@ -100,6 +102,10 @@ def complex_bilinear(
     compute = opmath(dtype)
     ar, ai = _split(a, dtype)
     br, bi = _split(b, dtype)
+    if prepare is not None:
+        ar, br = prepare(ar), prepare(br)
+        ai = None if ai is None else prepare(ai)
+        bi = None if bi is None else prepare(bi)
 
     def product(x: Tensor, y: Tensor) -> Tensor:
         return f(x, y).to(compute)
@@ -140,7 +146,21 @@ def complex_matmul(
     Every op of the matmul family computes its product here, so that a
     strategy (Note [Complex GEMM strategies]) applies to all of them.
     """
-    return complex_bilinear(gemm, a, b, dtype=dtype, conj_a=conj_a, strategy=strategy)
+    return complex_bilinear(gemm, a, b, dtype=dtype, conj_a=conj_a, strategy=strategy, prepare=_gemm_operand)
+
+
+def _gemm_operand(t: Tensor) -> Tensor:
+    """A part as BLAS reads it, made once rather than by each of the two GEMMs that read it.
+
+    BLAS needs unit stride along the rows or the columns of a matrix, and no
+    lazy negation: the parts of an interleaved tensor (stride 2) and the
+    imaginary part of a conjugate view (neg bit) would be copied by every GEMM.
+    """
+    if t.is_neg():
+        t = t.resolve_neg()
+    if t.dim() >= 2 and not any(s == 1 or n == 1 for s, n in zip(t.stride()[-2:], t.shape[-2:])):
+        t = t.contiguous()
+    return t
 
 
 # -- dtypes, scalars and results ---------------------------------------------------------------
