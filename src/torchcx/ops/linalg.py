@@ -9,8 +9,9 @@ place that decides how; the GEMM-shaped ops reach it through
 ``complex_matmul``. ``strategy`` names the decomposition:
 
 * ``"4m"`` (the default): (Ar + iAi)(Br + iBi) = (ArBr - AiBi) + i(ArBi + AiBr).
-  Four real products of the parts as they are (no operand copies), each as
-  accurate as a real product.
+  Four real products, each as accurate as a real product. Each part is read
+  by two of them, so ``complex_matmul`` fixes a layout BLAS cannot read
+  (stride-2 parts of an interleaved tensor, a neg bit) once per part.
 * ``"3m"`` (Gauss): T1 = ArBr, T2 = AiBi, T3 = (Ar + Ai)(Br + Bi);
   re = T1 - T2, im = T3 - T1 - T2. A quarter fewer products for two operand
   additions, but im is computed by cancellation: its error is relative to
@@ -25,7 +26,8 @@ ops pass their real GEMM, so a strategy may replace it wholesale): ``"block"``,
 one real GEMM [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Cr, Ci] (one launch, and
 one rounding per output for float16/bfloat16 parts), and ``"native"``, the
 vendor's complex GEMM (cgemm/zgemm) on interleaved data as an extern kernel.
-Which is fastest depends on device, dtype and size: choose by measurement.
+Which is fastest depends on device, dtype and size: choose by measurement
+(``DEFAULT_GEMM_STRATEGY`` is the setting until then).
 
 Float16/bfloat16 parts: the real products run in the part dtype (torch's
 CPU and CUDA GEMMs accumulate those in float32 and round once), their
@@ -38,6 +40,8 @@ of the sum, and |Ar||Br| + |Ai||Bi| <= |A||B| (tests/test_linalg.py checks
 
 Mixed real and complex operands follow torch: the GEMM ops (mm, bmm, mv, dot,
 addmm, ...) and cross require one dtype and raise otherwise, addr promotes.
+``aten.convolution``, which has no complex kernel in torch at all, takes a
+real operand with a complex one.
 """
 
 from __future__ import annotations
