@@ -159,16 +159,32 @@ def test_real_operand_costs_two_products(real: str | None, strategy: str) -> Non
     torch.testing.assert_close(torch.complex(re, im), expected)
 
 
-def test_strategies_agree_and_unknown_is_an_error() -> None:
-    a, b = cx(rand(5, 6, dtype=torch.complex128)), cx(rand(6, 4, dtype=torch.complex128, seed=1))
-    four = complex_bilinear(torch.mm, a, b, strategy="4m")
-    three = complex_bilinear(torch.mm, a, b, strategy="3m")
-    conj3 = complex_bilinear(torch.mm, a, b, strategy="3m", conj_a=True)
-    torch.testing.assert_close(three, four)
-    expected = a.to_interleaved().conj() @ b.to_interleaved()
-    torch.testing.assert_close(torch.complex(*conj3), expected)
+@pytest.mark.parametrize("strategy", ["4m", "3m"])
+@pytest.mark.parametrize("conj", ["", "a", "b", "ab"])
+@pytest.mark.parametrize("real", [None, "a", "b"])
+def test_strategies_and_conjugated_operands(strategy: str, conj: str, real: str | None) -> None:
+    a, b = rand(5, 6, dtype=torch.complex128), rand(6, 4, dtype=torch.complex128, seed=1)
+    if real == "a":
+        a = a.real.clone()
+    if real == "b":
+        b = b.real.clone()
+    re, im = complex_bilinear(
+        torch.mm,
+        cx(a),
+        cx(b),
+        strategy=strategy,
+        conj_a="a" in conj,
+        conj_b="b" in conj,  # type: ignore[arg-type]
+    )
+    ea = a.conj() if "a" in conj else a
+    eb = b.conj() if "b" in conj else b
+    expected = ea.to(torch.complex128) @ eb.to(torch.complex128)
+    torch.testing.assert_close(torch.complex(re, im), expected)
+
+
+def test_unknown_strategy_is_an_error() -> None:
     with pytest.raises(ValueError, match="strategy"):
-        complex_matmul(a, b, strategy="5m")  # type: ignore[arg-type]
+        complex_matmul(cx(rand(2, 2)), cx(rand(2, 2)), strategy="5m")  # type: ignore[arg-type]
 
 
 # -- float16 / bfloat16 parts -------------------------------------------------------------

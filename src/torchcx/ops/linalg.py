@@ -89,16 +89,19 @@ def complex_bilinear(
     *,
     dtype: torch.dtype | None = None,
     conj_a: bool = False,
+    conj_b: bool = False,
     strategy: GemmStrategy | None = None,
     prepare: Callable[[Tensor], Tensor] | None = None,
 ) -> Parts:
-    """``f(conj(a) if conj_a else a, b)`` for a real bilinear ``f``, by real products of the parts.
+    """``f(a, b)`` for a real bilinear ``f``, by real products of the parts.
 
-    ``a`` and ``b`` are ComplexTensors or real tensors; their parts enter ``f``
-    in ``dtype`` (default: promoted), after ``prepare`` if given (each part is
-    read by two products: a layout fix belongs there, done once). Returns
-    (re, im) in the computation dtype (float32 for float16/bfloat16 parts);
-    im is None when both operands are real. See Note [Complex GEMM strategies].
+    ``a`` and ``b`` are ComplexTensors or real tensors, conjugated first if
+    ``conj_a``/``conj_b`` (a sign in the combination, not a pass over the
+    operand). Their parts enter ``f`` in ``dtype`` (default: promoted), after
+    ``prepare`` if given (each part is read by two products: a layout fix
+    belongs there, done once). Returns (re, im) in the computation dtype
+    (float32 for float16/bfloat16 parts); im is None when both operands are
+    real. See Note [Complex GEMM strategies].
     """
     if dtype is None:
         dtype = result_ctype(a, b).real
@@ -114,26 +117,30 @@ def complex_bilinear(
     def product(x: Tensor, y: Tensor) -> Tensor:
         return f(x, y).to(compute)
 
+    # (ar + i sa ai)(br + i sb bi) = (ar br - sa sb ai bi) + i (sb ar bi + sa ai br)
+    sa, sb = -1 if conj_a else 1, -1 if conj_b else 1
     if ai is None and bi is None:
         return product(ar, br), None
     if ai is None:
-        return product(ar, br), product(ar, bi)
+        return product(ar, br), _signed(product(ar, bi), sb)
     if bi is None:
-        out_im = product(ai, br)
-        return product(ar, br), -out_im if conj_a else out_im
+        return product(ar, br), _signed(product(ai, br), sa)
     if strategy == "4m":
         rr, ii, ri, ir = product(ar, br), product(ai, bi), product(ar, bi), product(ai, br)
-        if conj_a:
-            return rr + ii, ri - ir
-        return rr - ii, ri + ir
+        re = rr - ii if sa * sb > 0 else rr + ii
+        im = ri + ir if sa == sb else ri - ir
+        return re, _signed(im, sb)
     if strategy == "3m":
-        if conj_a:
-            ai = -ai
+        ai, bi = _signed(ai, sa), _signed(bi, sb)
         rr, ii = product(ar, br), product(ai, bi)
         # The operand sums are rounded to the part dtype, as the GEMM reads them.
         ss = product((ar.to(compute) + ai).to(dtype), (br.to(compute) + bi).to(dtype))
         return rr - ii, ss - rr - ii
     raise ValueError(f"torchcx: unknown GEMM strategy {strategy!r}; expected one of {GemmStrategy.__args__}")
+
+
+def _signed(x: Tensor, sign: int) -> Tensor:
+    return x if sign > 0 else -x
 
 
 def complex_matmul(
@@ -371,7 +378,9 @@ def convolution_impl(
     Torch's native convolution kernels take no complex tensors at all (its
     ``conv1d``/``conv2d``/... split complex operands themselves before they get
     here); this computes ``aten.convolution`` for them, and for a real
-    operand with a complex one, which costs two real convolutions.
+    operand with a complex one, which costs two real convolutions. (Autograd
+    does not differentiate ``aten.convolution`` with a complex output; the
+    ``F.conv*`` path is differentiable.)
     """
     ctype = result_ctype(input, weight, bias)
 
@@ -387,6 +396,26 @@ def convolution_impl(
         if bi is not None:
             im = (torch.zeros_like(re) if im is None else im) + bi.reshape(shape)
     return _wrap(re, im, ctype)
+
+
+@register(aten._convolution.default)
+def _convolution_impl(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+) -> Tensor:
+    # The backend-selection flags do not change the values.
+    return convolution_impl(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
 # -- reductions of the linalg family -----------------------------------------------------------
@@ -427,6 +456,7 @@ register_extern(
     aten.cholesky.default,
     aten.cholesky_inverse.default,
     aten.cholesky_solve.default,
+    aten._cholesky_solve_helper.default,
     aten.linalg_cholesky_ex.default,
     aten.geqrf.default,
     aten.ormqr.default,
@@ -447,6 +477,7 @@ register_extern(
     aten._linalg_svd.default,
     aten._linalg_eigh.default,
     aten.linalg_eig.default,
+    aten._linalg_eigvals.default,
     aten.linalg_lstsq.default,
     aten.linalg_matrix_exp.default,
 )
@@ -510,4 +541,4 @@ def _pinv_tolerances(x: ComplexTensor, atol: Tensor | None, rtol: Tensor | None)
 
 
 # The eigendecomposition of a real matrix is complex.
-REAL_TO_COMPLEX_OPS.add(aten.linalg_eig)
+REAL_TO_COMPLEX_OPS.update((aten.linalg_eig, aten._linalg_eigvals))
