@@ -53,6 +53,12 @@ SKIP: dict[str | tuple[str, str], str] = {
 # (rtol, atol, reason) for ops whose decomposition rounds differently from eager's kernel.
 TOLERANCE: dict[str | tuple[str, torch.dtype], tuple[float, float, str]] = {
     # -- pointwise and comparison --
+    ("__rpow__", torch.complex64): (
+        1.3e-5,
+        1e-5,
+        "z^w = exp(w log z) loses |w log z| ulps in float32 (about 20 in sample 6); torchcx and "
+        "eager (glibc cpowf) are each that far from the true value, in different directions",
+    ),
     # -- reductions --
     # -- indexing, views, creation --
     # -- linalg and fft --

@@ -89,7 +89,13 @@ def _combine(higher: CType | None, lower: CType | None) -> CType | None:
     if lower is None or higher.is_complex:
         return higher
     if lower.is_complex:
-        return CType(higher.real, True) if higher.is_floating else lower
+        if not higher.is_floating:
+            return lower
+        if higher.real == torch.bfloat16 and lower.real != torch.bfloat16:
+            # torch's complex counterpart of bfloat16 is complex64; bfloat16
+            # parts only come from an operand that has them already.
+            return CType(torch.float32, True)
+        return CType(higher.real, True)
     if higher.is_floating:
         return higher
     if higher.real == torch.bool or lower.is_floating:

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from ..tensor import ComplexTensor
-from ._common import partwise, register, result_ctype, to_complex
+from ._common import opmath, partwise, register, result_ctype, to_complex
 from .creation import clone_impl
 
 aten = torch.ops.aten
@@ -118,31 +118,30 @@ def index_add_impl(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha:
 
 
 @register(aten.scatter.reduce, aten.scatter.value_reduce)
-def scatter_reduce_impl(x: Tensor, dim: int, index: Tensor, src: Any, *, reduce: str) -> ComplexTensor:
-    if reduce == "add":
-        return _scatter_add(x, dim, index, src)
-    if reduce != "multiply":
+def scatter_reduce_impl(x: ComplexTensor, dim: int, index: Tensor, src: Any, *, reduce: str) -> ComplexTensor:
+    if reduce not in ("add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
-    # A product of complex numbers multiplies their moduli and adds their
-    # arguments: scatter both as real reductions, then back to (re, im).
-    ctype = result_ctype(x, src)
-    x = to_complex(x, ctype)
-    if not isinstance(src, Tensor):
-        src = torch.full(index.shape, src, dtype=x.dtype if ctype.real != torch.bfloat16 else None, device=x.device)
-    src = to_complex(src, ctype)
-    modulus = aten.scatter_reduce(torch.abs(x), dim, index, torch.abs(src), "prod")
-    phase = aten.scatter_add(torch.angle(x), dim, index, torch.angle(src))
-    return ComplexTensor(modulus * torch.cos(phase), modulus * torch.sin(phase))
-
-
-def _scatter_add(x: Tensor, dim: int, index: Tensor, src: Any) -> ComplexTensor:
-    ctype = result_ctype(x, src)
-    x = to_complex(x, ctype)
-    if isinstance(src, Tensor):
-        src = to_complex(src, ctype)
-        sr, si = src.re, src.im
+    compute = opmath(x.component_dtype)
+    xr, xi = x.re.to(compute), x.im.to(compute)
+    sr, si = _src_parts(x, index, src, compute)
+    if reduce == "add":
+        re, im = aten.scatter_add(xr, dim, index, sr), aten.scatter_add(xi, dim, index, si)
     else:
-        value = complex(src)
-        sr = torch.full(index.shape, value.real, dtype=ctype.real, device=x.device)
-        si = torch.full(index.shape, value.imag, dtype=ctype.real, device=x.device)
-    return ComplexTensor(aten.scatter_add(x.re, dim, index, sr), aten.scatter_add(x.im, dim, index, si))
+        # A product of complex numbers multiplies their moduli and adds their
+        # arguments: scatter both as real reductions, then back to (re, im).
+        modulus = aten.scatter_reduce(torch.hypot(xr, xi), dim, index, torch.hypot(sr, si), "prod")
+        phase = aten.scatter_add(torch.atan2(xi, xr), dim, index, torch.atan2(si, sr))
+        re, im = modulus * torch.cos(phase), modulus * torch.sin(phase)
+    return ComplexTensor(re.to(x.component_dtype), im.to(x.component_dtype))
+
+
+def _src_parts(x: ComplexTensor, index: Tensor, src: Any, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """scatter's ``src`` (a tensor, or the scalar of a ``.value`` overload) as parts in ``dtype``."""
+    if isinstance(src, Tensor):
+        s = to_complex(src)
+        return s.re.to(dtype), s.im.to(dtype)
+    value = complex(src)
+    return (
+        torch.full(index.shape, value.real, dtype=dtype, device=x.device),
+        torch.full(index.shape, value.imag, dtype=dtype, device=x.device),
+    )

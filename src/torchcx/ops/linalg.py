@@ -9,8 +9,9 @@ place that decides how; the GEMM-shaped ops reach it through
 ``complex_matmul``. ``strategy`` names the decomposition:
 
 * ``"4m"`` (the default): (Ar + iAi)(Br + iBi) = (ArBr - AiBi) + i(ArBi + AiBr).
-  Four real products of the parts as they are (no operand copies), each as
-  accurate as a real product.
+  Four real products, each as accurate as a real product. Each part is read
+  by two of them, so ``complex_matmul`` fixes a layout BLAS cannot read
+  (stride-2 parts of an interleaved tensor, a neg bit) once per part.
 * ``"3m"`` (Gauss): T1 = ArBr, T2 = AiBi, T3 = (Ar + Ai)(Br + Bi);
   re = T1 - T2, im = T3 - T1 - T2. A quarter fewer products for two operand
   additions, but im is computed by cancellation: its error is relative to
@@ -25,7 +26,8 @@ ops pass their real GEMM, so a strategy may replace it wholesale): ``"block"``,
 one real GEMM [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Cr, Ci] (one launch, and
 one rounding per output for float16/bfloat16 parts), and ``"native"``, the
 vendor's complex GEMM (cgemm/zgemm) on interleaved data as an extern kernel.
-Which is fastest depends on device, dtype and size: choose by measurement.
+Which is fastest depends on device, dtype and size: choose by measurement
+(``DEFAULT_GEMM_STRATEGY`` is the setting until then).
 
 Float16/bfloat16 parts: the real products run in the part dtype (torch's
 CPU and CUDA GEMMs accumulate those in float32 and round once), their
@@ -38,6 +40,8 @@ of the sum, and |Ar||Br| + |Ai||Bi| <= |A||B| (tests/test_linalg.py checks
 
 Mixed real and complex operands follow torch: the GEMM ops (mm, bmm, mv, dot,
 addmm, ...) and cross require one dtype and raise otherwise, addr promotes.
+``aten.convolution``, which has no complex kernel in torch at all, takes a
+real operand with a complex one.
 """
 
 from __future__ import annotations
@@ -85,14 +89,19 @@ def complex_bilinear(
     *,
     dtype: torch.dtype | None = None,
     conj_a: bool = False,
+    conj_b: bool = False,
     strategy: GemmStrategy | None = None,
+    prepare: Callable[[Tensor], Tensor] | None = None,
 ) -> Parts:
-    """``f(conj(a) if conj_a else a, b)`` for a real bilinear ``f``, by real products of the parts.
+    """``f(a, b)`` for a real bilinear ``f``, by real products of the parts.
 
-    ``a`` and ``b`` are ComplexTensors or real tensors; their parts enter ``f``
-    in ``dtype`` (default: promoted). Returns (re, im) in the computation dtype
-    (float32 for float16/bfloat16 parts); im is None when both operands are real.
-    See Note [Complex GEMM strategies].
+    ``a`` and ``b`` are ComplexTensors or real tensors, conjugated first if
+    ``conj_a``/``conj_b`` (a sign in the combination, not a pass over the
+    operand). Their parts enter ``f`` in ``dtype`` (default: promoted), after
+    ``prepare`` if given (each part is read by two products: a layout fix
+    belongs there, done once). Returns (re, im) in the computation dtype
+    (float32 for float16/bfloat16 parts); im is None when both operands are
+    real. See Note [Complex GEMM strategies].
     """
     if dtype is None:
         dtype = result_ctype(a, b).real
@@ -100,30 +109,38 @@ def complex_bilinear(
     compute = opmath(dtype)
     ar, ai = _split(a, dtype)
     br, bi = _split(b, dtype)
+    if prepare is not None:
+        ar, br = prepare(ar), prepare(br)
+        ai = None if ai is None else prepare(ai)
+        bi = None if bi is None else prepare(bi)
 
     def product(x: Tensor, y: Tensor) -> Tensor:
         return f(x, y).to(compute)
 
+    # (ar + i sa ai)(br + i sb bi) = (ar br - sa sb ai bi) + i (sb ar bi + sa ai br)
+    sa, sb = -1 if conj_a else 1, -1 if conj_b else 1
     if ai is None and bi is None:
         return product(ar, br), None
     if ai is None:
-        return product(ar, br), product(ar, bi)
+        return product(ar, br), _signed(product(ar, bi), sb)
     if bi is None:
-        out_im = product(ai, br)
-        return product(ar, br), -out_im if conj_a else out_im
+        return product(ar, br), _signed(product(ai, br), sa)
     if strategy == "4m":
         rr, ii, ri, ir = product(ar, br), product(ai, bi), product(ar, bi), product(ai, br)
-        if conj_a:
-            return rr + ii, ri - ir
-        return rr - ii, ri + ir
+        re = rr - ii if sa * sb > 0 else rr + ii
+        im = ri + ir if sa == sb else ri - ir
+        return re, _signed(im, sb)
     if strategy == "3m":
-        if conj_a:
-            ai = -ai
+        ai, bi = _signed(ai, sa), _signed(bi, sb)
         rr, ii = product(ar, br), product(ai, bi)
         # The operand sums are rounded to the part dtype, as the GEMM reads them.
         ss = product((ar.to(compute) + ai).to(dtype), (br.to(compute) + bi).to(dtype))
         return rr - ii, ss - rr - ii
     raise ValueError(f"torchcx: unknown GEMM strategy {strategy!r}; expected one of {GemmStrategy.__args__}")
+
+
+def _signed(x: Tensor, sign: int) -> Tensor:
+    return x if sign > 0 else -x
 
 
 def complex_matmul(
@@ -140,7 +157,21 @@ def complex_matmul(
     Every op of the matmul family computes its product here, so that a
     strategy (Note [Complex GEMM strategies]) applies to all of them.
     """
-    return complex_bilinear(gemm, a, b, dtype=dtype, conj_a=conj_a, strategy=strategy)
+    return complex_bilinear(gemm, a, b, dtype=dtype, conj_a=conj_a, strategy=strategy, prepare=_gemm_operand)
+
+
+def _gemm_operand(t: Tensor) -> Tensor:
+    """A part as BLAS reads it, made once rather than by each of the two GEMMs that read it.
+
+    BLAS needs unit stride along the rows or the columns of a matrix, and no
+    lazy negation: the parts of an interleaved tensor (stride 2) and the
+    imaginary part of a conjugate view (neg bit) would be copied by every GEMM.
+    """
+    if t.is_neg():
+        t = t.resolve_neg()
+    if t.dim() >= 2 and not any(s == 1 or n == 1 for s, n in zip(t.stride()[-2:], t.shape[-2:])):
+        t = t.contiguous()
+    return t
 
 
 # -- dtypes, scalars and results ---------------------------------------------------------------
@@ -347,7 +378,9 @@ def convolution_impl(
     Torch's native convolution kernels take no complex tensors at all (its
     ``conv1d``/``conv2d``/... split complex operands themselves before they get
     here); this computes ``aten.convolution`` for them, and for a real
-    operand with a complex one, which costs two real convolutions.
+    operand with a complex one, which costs two real convolutions. (Autograd
+    does not differentiate ``aten.convolution`` with a complex output; the
+    ``F.conv*`` path is differentiable.)
     """
     ctype = result_ctype(input, weight, bias)
 
@@ -363,6 +396,26 @@ def convolution_impl(
         if bi is not None:
             im = (torch.zeros_like(re) if im is None else im) + bi.reshape(shape)
     return _wrap(re, im, ctype)
+
+
+@register(aten._convolution.default)
+def _convolution_impl(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+    benchmark: bool,
+    deterministic: bool,
+    cudnn_enabled: bool,
+    allow_tf32: bool,
+) -> Tensor:
+    # The backend-selection flags do not change the values.
+    return convolution_impl(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
 # -- reductions of the linalg family -----------------------------------------------------------
@@ -403,6 +456,7 @@ register_extern(
     aten.cholesky.default,
     aten.cholesky_inverse.default,
     aten.cholesky_solve.default,
+    aten._cholesky_solve_helper.default,
     aten.linalg_cholesky_ex.default,
     aten.geqrf.default,
     aten.ormqr.default,
@@ -423,6 +477,7 @@ register_extern(
     aten._linalg_svd.default,
     aten._linalg_eigh.default,
     aten.linalg_eig.default,
+    aten._linalg_eigvals.default,
     aten.linalg_lstsq.default,
     aten.linalg_matrix_exp.default,
 )
@@ -486,4 +541,4 @@ def _pinv_tolerances(x: ComplexTensor, atol: Tensor | None, rtol: Tensor | None)
 
 
 # The eigendecomposition of a real matrix is complex.
-REAL_TO_COMPLEX_OPS.add(aten.linalg_eig)
+REAL_TO_COMPLEX_OPS.update((aten.linalg_eig, aten._linalg_eigvals))

@@ -188,15 +188,18 @@ def _log_add_exp(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> Parts:
     log1p(e^(m - M)), where |e^(m - M)| <= 1 cannot overflow. Any nan gives
     nan + nan i; two infinite real parts of the same sign give -inf (the
     smaller operand: its angle is meaningless) or +inf with the angle of the sum.
+    ``a`` is the earlier operand (eager's accumulator), ``b`` the later one.
     """
-    a_smaller = ar < br  # ties: b counts as the smaller one, as eager's
+    a_smaller = ar <= br  # ties: a, the accumulator, counts as the smaller one, as eager's
     mr, mi = torch.where(a_smaller, ar, br), torch.where(a_smaller, ai, bi)  # min by real part
     xr, xi = torch.where(a_smaller, br, ar), torch.where(a_smaller, bi, ai)  # max by real part
     # log1p(w), w = exp(m - M): |1 + w|^2 = 1 + (2 wr + wr^2 + wi^2), the bracket
     # small when w is, so log1p keeps its digits; arg(1 + w) = atan2(wi, 1 + wr).
     scale = torch.exp(mr - xr)
     dphase = mi - xi
-    wr, wi = scale * torch.cos(dphase), scale * torch.sin(dphase)
+    # e^(-inf + iy) = 0 for any y, even an infinite one (C99)
+    wr = torch.where(scale == 0, 0.0, scale * torch.cos(dphase))
+    wi = torch.where(scale == 0, 0.0, scale * torch.sin(dphase))
     lr = 0.5 * torch.log1p(wr * (2 + wr) + wi * wi)
     li = torch.atan2(wi, 1 + wr)
     out_r, out_i = xr + lr, xi + li
@@ -204,9 +207,13 @@ def _log_add_exp(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> Parts:
     both_inf = torch.isinf(mr) & (mr == xr)
     out_r = torch.where(both_inf, mr, out_r)
     out_i = torch.where(both_inf & (mr < 0), mi, out_i)
-    # both +inf: log(e^m + e^M) = +inf with the angle of cis(mi) + cis(xi)
+    # both +inf: eager computes log(e^m + e^M) as it stands, e^(inf + iy) being
+    # inf cis(y) (and inf + 0i for y = 0), which may well give nans
+    er = math.inf * torch.cos(mi) + math.inf * torch.cos(xi)
+    ei = torch.where(mi == 0, 0.0, math.inf * torch.sin(mi)) + torch.where(xi == 0, 0.0, math.inf * torch.sin(xi))
     plus_inf = both_inf & (mr > 0)
-    out_i = torch.where(plus_inf, torch.atan2(torch.sin(mi) + torch.sin(xi), torch.cos(mi) + torch.cos(xi)), out_i)
+    out_r = torch.where(plus_inf, torch.log(torch.hypot(er, ei)), out_r)
+    out_i = torch.where(plus_inf, torch.atan2(ei, er), out_i)
     nan = torch.isnan(ar) | torch.isnan(ai) | torch.isnan(br) | torch.isnan(bi)
     return torch.where(nan, torch.nan, out_r), torch.where(nan, torch.nan, out_i)
 
@@ -217,26 +224,41 @@ def logcumsumexp_impl(x: ComplexTensor, dim: int) -> ComplexTensor:
 
     The imaginary part is an angle, defined up to 2 pi, and eager's sequential
     kernel picks a branch by its order of operations: acc_k =
-    logaddexp(acc_{k-1}, z_k) takes the angle of the operand with the larger
-    real part and adds a principal increment (|.| <= pi/2). So the angle
-    restarts from imag(z_j) at each j where z_j's real part exceeds
+    logaddexp(z_k, acc_{k-1}) takes the angle of the operand with the larger
+    real part (z_k on ties) and adds a principal increment (|.| <= pi/2). So
+    the angle restarts from imag(z_j) at each j where z_j's real part reaches
     acc_{j-1}'s, and between restarts adds the principal increments of
     arg(S_k), S_k = sum_{i<=k} exp(z_i). The scan gives log|S_k| and arg(S_k)
     in some branch; the branch is then rebuilt with a segmented cumsum.
+    Matches eager for any real parts (inf and nan included); with an infinite
+    imaginary part eager's result depends on its order of operations (nan or
+    not), which a scan cannot follow.
     """
     re, im = _upcast(x)
     if x.dim() == 0:
-        return _rounded(x, re.clone(), im.clone())
+        return _rounded(x, re.clone(), im.clone())  # eager returns the element itself
+    minus_inf = torch.full_like(re, -math.inf)
     dim = dim % x.dim()
     n = x.shape[dim]
-    lr, li = _prefix_scan(re, im, dim, _log_add_exp)
-    if n <= 1:
+    if n == 0:
+        return _rounded(x, re.clone(), im.clone())
+    # eager's accumulator starts at -inf + 0i: z_0 = -inf + iy gives -inf + 0i
+    r0, i0 = _log_add_exp(
+        minus_inf.narrow(dim, 0, 1), torch.zeros_like(im.narrow(dim, 0, 1)), re.narrow(dim, 0, 1), im.narrow(dim, 0, 1)
+    )
+    lr, li = _prefix_scan(
+        torch.cat([r0, re.narrow(dim, 1, n - 1)], dim),
+        torch.cat([i0, im.narrow(dim, 1, n - 1)], dim),
+        dim,
+        _log_add_exp,
+    )
+    if n == 1:
         return _rounded(x, lr, li)
     theta = _principal(li)
     first = lr.narrow(dim, 0, 1)
-    # restart where z_k's real part exceeds log|S_{k-1}| (always at k = 0)
+    # restart where z_k's real part reaches log|S_{k-1}| (always at k = 0)
     restart = torch.cat(
-        [torch.ones_like(first, dtype=torch.bool), re.narrow(dim, 1, n - 1) > lr.narrow(dim, 0, n - 1)], dim
+        [torch.ones_like(first, dtype=torch.bool), re.narrow(dim, 1, n - 1) >= lr.narrow(dim, 0, n - 1)], dim
     )
     anchor = im + _principal(theta - im)
     step = torch.cat(

@@ -2,8 +2,12 @@
 
 Also the views that change what the elements are: ``view_as_real`` (see
 Note [view_as_real of a planar tensor] in tensor.py), ``view_as_complex``,
-``_conj`` (a lazily negated imaginary part) and ``view(dtype)``; and the
-dispatcher of :class:`~torchcx.tensor.RealView`.
+``_conj`` (a lazily negated imaginary part) and ``view(dtype)``; the in-place
+view ops that change a tensor's own metadata (``t_``, ``as_strided_``,
+``resize_``, ...); and the dispatcher of :class:`~torchcx.tensor.RealView`.
+
+``as_strided`` sizes, strides and offsets count complex elements, as the
+wrapper reports them (Note [Planar representation] in tensor.py).
 """
 
 from __future__ import annotations
@@ -149,8 +153,10 @@ def resize__impl(x: ComplexTensor, size: Any, *, memory_format: Any = None) -> C
             storage.resize_(needed)
         stride = [2 * s for s in _contiguous_strides(size)]
         offset = 2 * x.storage_offset()
-        x.re = x.re.new_empty(0).set_(storage, offset, size, stride)
-        x.im = x.im.new_empty(0).set_(storage, offset + 1, size, stride)
+        x.re, x.im = (
+            _keep_neg(part, part.new_empty(0).set_(storage, offset + k, size, stride))
+            for k, part in enumerate((x.re, x.im))
+        )
     with no_dispatch():
         aten.resize_.default(x, size)
     return x
@@ -159,6 +165,11 @@ def resize__impl(x: ComplexTensor, size: Any, *, memory_format: Any = None) -> C
 @register(aten.resize_as_.default)
 def resize_as__impl(x: ComplexTensor, template: Tensor, *, memory_format: Any = None) -> ComplexTensor:
     return resize__impl(x, template.shape, memory_format=memory_format)
+
+
+def _keep_neg(old: Tensor, new: Tensor) -> Tensor:
+    # a conjugate's imaginary part is a lazily negated view: so is its replacement
+    return new._neg_view() if old.is_neg() else new
 
 
 def _contiguous_strides(size: tuple[int, ...]) -> list[int]:

@@ -1,0 +1,510 @@
+"""Numerics of the complex pointwise ops: special values and accuracy.
+
+Edge-value parity
+-----------------
+Every complex pointwise op runs over a grid of real and imaginary parts
+``GRID`` x ``GRID`` (21 x 21 values: signed zeros, subnormals, 1, huge values,
+values near the largest float, infinities, nan), for complex64 and complex128,
+three ways: eager PyTorch (native complex tensors), NumPy (complex128, rounded
+to the dtype) and torchcx (ComplexTensor, eager). Binary ops take one operand
+from the grid and the other from ``OTHERS``, both ways round. Where eager and
+NumPy agree, torchcx must agree with NumPy; where they disagree either answer
+is accepted (eager's and NumPy's algorithms differ there: overflowing
+intermediate results, Smith's versus C99 division, ...). Each op is one tensor
+per dtype (the vectorized kernels see the same layout as a user's tensor).
+
+Two values *agree*, part by part, when both are nan, or both are the same
+infinity, or both are finite and ``|a - b| <= RTOL_ULPS * eps * max(|a|, |b|)
++ RTOL_ULPS * eps * tiny`` (eps and tiny of the part dtype: RTOL_ULPS units in
+the last place of the larger value, and as many of the smallest subnormal
+spacing). Signs of zero count: when both values are zeros they must have the
+same sign.
+
+The parity figure, per op and overall, is printed at the end of the run (the
+"torchcx numerics parity" section) and written to ``$TORCHCX_PARITY_JSON`` when
+that is set. Reproduce with::
+
+    python -m pytest tests/test_numerics.py -p no:xdist -q -k parity
+
+Accuracy
+--------
+Random inputs in the regimes where naive formulas fail (tiny |z|, near branch
+cuts, near the unit circle, large imaginary parts) are compared against
+mpmath at 60 digits: relative error of the result and of each part, in units
+of eps.
+
+Low precision
+-------------
+float16/bfloat16 parts are computed in float32 and rounded once: their results
+must be exactly those of the float32 computation on the same (rounded) inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+
+import torchcx
+from torchcx import ComplexTensor
+
+GRID = (
+    0.0,
+    -0.0,
+    1e-40,
+    -1e-40,
+    1e-30,
+    -1e-30,
+    1e-5,
+    -1e-5,
+    0.5,
+    -0.5,
+    1.0,
+    -1.0,
+    1e20,
+    -1e20,
+    1e30,
+    -1e30,
+    3e38,
+    -3e38,
+    math.inf,
+    -math.inf,
+    math.nan,
+)
+#: The other operand of binary ops: moderate, negative real, imaginary, huge.
+OTHERS = (1.5 - 0.5j, -2 + 0j, 0.5j, 1e30 + 1e30j)
+RTOL_ULPS = 16
+DTYPES = (torch.complex64, torch.complex128)
+NP_DTYPE = {torch.complex64: np.complex64, torch.complex128: np.complex128}
+
+
+# -- NumPy references (complex128) -------------------------------------------------------
+
+
+def _np_sigmoid(z: np.ndarray) -> np.ndarray:
+    # The stable form: e^z / (1 + e^z) for Re z < 0 (e^-z could overflow).
+    pos = z.real >= 0
+    w = np.exp(np.where(pos, -z, z))
+    return np.where(pos, 1 / (1 + w), w / (1 + w))
+
+
+def _np_logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    hi = np.where(a.real >= b.real, a, b)
+    lo = np.where(a.real >= b.real, b, a)
+    return hi + np.log1p(np.exp(lo - hi))
+
+
+def _np_lerp(a: np.ndarray, b: np.ndarray, w: complex) -> np.ndarray:
+    return a + w * (b - a)
+
+
+UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[np.ndarray], np.ndarray]]] = {
+    "abs": (torch.abs, np.abs),
+    "angle": (torch.angle, np.angle),
+    "sgn": (torch.sgn, np.sign),
+    "neg": (torch.neg, np.negative),
+    "positive": (torch.positive, np.positive),
+    "conj_physical": (torch.conj_physical, np.conj),
+    "reciprocal": (torch.reciprocal, np.reciprocal),
+    "square": (torch.square, np.square),
+    "exp": (torch.exp, np.exp),
+    "exp2": (torch.exp2, np.exp2),
+    "expm1": (torch.expm1, np.expm1),
+    "log": (torch.log, np.log),
+    "log2": (torch.log2, np.log2),
+    "log10": (torch.log10, np.log10),
+    "log1p": (torch.log1p, np.log1p),
+    "sqrt": (torch.sqrt, np.sqrt),
+    "rsqrt": (torch.rsqrt, lambda z: 1 / np.sqrt(z)),
+    "sin": (torch.sin, np.sin),
+    "cos": (torch.cos, np.cos),
+    "tan": (torch.tan, np.tan),
+    "sinh": (torch.sinh, np.sinh),
+    "cosh": (torch.cosh, np.cosh),
+    "tanh": (torch.tanh, np.tanh),
+    "asin": (torch.asin, np.arcsin),
+    "acos": (torch.acos, np.arccos),
+    "atan": (torch.atan, np.arctan),
+    "asinh": (torch.asinh, np.arcsinh),
+    "acosh": (torch.acosh, np.arccosh),
+    "atanh": (torch.atanh, np.arctanh),
+    "sigmoid": (torch.sigmoid, _np_sigmoid),
+    "sinc": (torch.sinc, np.sinc),
+    "silu": (torch.nn.functional.silu, lambda z: z * _np_sigmoid(z)),
+    "tanhshrink": (torch.nn.functional.tanhshrink, lambda z: z - np.tanh(z)),
+    "softsign": (torch.nn.functional.softsign, lambda z: z / (1 + np.abs(z))),
+    "isnan": (torch.isnan, np.isnan),
+    "isinf": (torch.isinf, np.isinf),
+    "isfinite": (torch.isfinite, np.isfinite),
+    "isreal": (torch.isreal, np.isreal),
+    "logical_not": (torch.logical_not, np.logical_not),
+}
+
+BINARY: dict[str, tuple[Callable[[Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
+    "add": (torch.add, np.add),
+    "sub": (torch.sub, np.subtract),
+    "mul": (torch.mul, np.multiply),
+    "div": (torch.div, np.divide),
+    "pow": (torch.pow, np.power),
+    "logaddexp": (torch.logaddexp, _np_logaddexp),
+    "ldexp": (torch.ldexp, lambda a, b: a * np.power(2.0, b)),
+    "lerp_0.3": (lambda a, b: torch.lerp(a, b, 0.3), lambda a, b: _np_lerp(a, b, 0.3)),
+    "lerp_0.7": (lambda a, b: torch.lerp(a, b, 0.7), lambda a, b: _np_lerp(a, b, 0.7)),
+    "addcmul": (lambda a, b: torch.addcmul(a, b, b, value=0.5), lambda a, b: a + 0.5 * (b * b)),
+    "addcdiv": (lambda a, b: torch.addcdiv(a, a, b, value=2), lambda a, b: a + 2 * (a / b)),
+    "eq": (torch.eq, np.equal),
+    "ne": (torch.ne, np.not_equal),
+    "logical_and": (torch.logical_and, np.logical_and),
+    "logical_or": (torch.logical_or, np.logical_or),
+    "logical_xor": (torch.logical_xor, np.logical_xor),
+    "isclose": (torch.isclose, lambda a, b: np.isclose(a, b, rtol=1e-5, atol=1e-8)),
+}
+
+#: Ops NumPy has no function for: their reference is their definition evaluated
+#: in the widest complex type NumPy has (80-bit extended on x86-64), so that it is
+#: as accurate as NumPy's own functions are in complex128.
+COMPOSITE = {
+    "rsqrt",
+    "sigmoid",
+    "sinc",
+    "silu",
+    "tanhshrink",
+    "softsign",
+    "logaddexp",
+    "ldexp",
+    "lerp_0.3",
+    "lerp_0.7",
+    "addcmul",
+    "addcdiv",
+}
+WIDE = np.clongdouble
+
+#: Number exponents of pow (eager's pow(Tensor, Scalar) has fast paths for some).
+POW_SCALARS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 2.5, 4, 1j)
+
+
+# -- inputs and comparison -------------------------------------------------------------------
+
+
+def grid(dtype: torch.dtype) -> torch.Tensor:
+    """All GRID x GRID complex values, flattened (re varies slowest)."""
+    g = torch.tensor(GRID, dtype=torch.float64)
+    re = g.repeat_interleave(len(GRID))
+    im = g.repeat(len(GRID))
+    return torch.complex(re, im).to(dtype)
+
+
+def agree(a: np.ndarray, b: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """Elementwise agreement of two results (complex: both parts), as defined above."""
+    if a.dtype == np.bool_ or b.dtype == np.bool_:
+        return a == b
+    if np.iscomplexobj(a) or np.iscomplexobj(b):
+        a, b = np.asarray(a, np.complex128), np.asarray(b, np.complex128)
+        return agree(a.real, b.real, dtype) & agree(a.imag, b.imag, dtype)
+    part = torch.finfo(dtype)
+    tol = RTOL_ULPS * part.eps
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    with np.errstate(all="ignore"):
+        both_nan = np.isnan(a) & np.isnan(b)
+        same_inf = np.isinf(a) & (a == b)
+        close = (
+            np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= tol * (np.maximum(np.abs(a), np.abs(b)) + part.tiny))
+        )
+    zero_signs = ~((a == 0) & (b == 0)) | (np.signbit(a) == np.signbit(b))
+    return both_nan | same_inf | (close & zero_signs)
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, ComplexTensor):
+        x = x.to_interleaved()
+    return x.detach().numpy()
+
+
+def _np_reference(
+    fn: Callable[..., np.ndarray], args: list[np.ndarray], like: np.ndarray, wide: bool = False
+) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = np.asarray(fn(*[a.astype(WIDE if wide else np.complex128) for a in args]))
+        return out.astype(like.dtype) if out.dtype != np.bool_ else out
+
+
+def run_three_ways(
+    fn: Callable[..., Any], np_fn: Callable[..., np.ndarray], inputs: list[torch.Tensor], wide: bool = False
+):
+    """(eager, NumPy, torchcx) results of fn on native complex ``inputs``."""
+    eager = _to_numpy(fn(*[t.clone() for t in inputs]))
+    ref = _np_reference(np_fn, [t.numpy() for t in inputs], eager, wide)
+    cx = _to_numpy(fn(*[ComplexTensor.from_interleaved(t.clone()) for t in inputs]))
+    return eager, ref, cx
+
+
+def _binary_inputs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Grid values paired with each of OTHERS, as (grid, other) then (other, grid)."""
+    g = grid(dtype)
+    firsts, seconds = [], []
+    for w in OTHERS:
+        o = torch.full_like(g, w)
+        firsts += [g, o]
+        seconds += [o, g]
+    return torch.cat(firsts), torch.cat(seconds)
+
+
+def _describe(z: Any) -> str:
+    return np.array2string(np.asarray(z), precision=9, floatmode="maxprec")
+
+
+#: op -> dtype -> (passing points, points where eager agrees with NumPy)
+PARITY: dict[str, dict[str, tuple[int, int]]] = {}
+
+
+def _check_parity(name: str, dtype: torch.dtype, inputs: list[torch.Tensor], eager, ref, cx) -> None:
+    reference = agree(eager, ref, dtype)
+    ok = agree(cx, ref, dtype)
+    failing = reference & ~ok
+    PARITY.setdefault(name, {})[str(dtype).replace("torch.", "")] = (
+        int((reference & ok).sum()),
+        int(reference.sum()),
+    )
+    if failing.any():
+        lines = [f"{name} {dtype}: {int(failing.sum())} of {int(reference.sum())} points differ from eager and NumPy:"]
+        for i in np.flatnonzero(failing)[:8]:
+            args = ", ".join(_describe(t.numpy()[i]) for t in inputs)
+            lines.append(
+                f"  {name}({args}): eager {_describe(eager[i])}, NumPy {_describe(ref[i])}, torchcx {_describe(cx[i])}"
+            )
+        pytest.fail("\n".join(lines))
+
+
+def parity_summary() -> list[str]:
+    """The parity figures: overall per dtype, then per op."""
+    lines = []
+    totals: dict[str, list[int]] = {}
+    for name, per_dtype in sorted(PARITY.items()):
+        cells = []
+        for dt, (ok, n) in sorted(per_dtype.items()):
+            t = totals.setdefault(dt, [0, 0])
+            t[0] += ok
+            t[1] += n
+            cells.append(f"{dt} {ok}/{n}")
+        lines.append(f"    {name:<14} " + "  ".join(cells))
+    head = [
+        f"edge-value parity {dt}: {ok}/{n} points ({100.0 * ok / max(n, 1):.2f}%) where eager agrees with NumPy"
+        for dt, (ok, n) in sorted(totals.items())
+    ]
+    path = os.environ.get("TORCHCX_PARITY_JSON")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"totals": totals, "ops": PARITY}, f, indent=1, sort_keys=True)
+    return head + lines
+
+
+class _ParityReport:
+    """A pytest plugin printing the parity figures in the terminal summary."""
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if PARITY:
+            terminalreporter.write_sep("=", "torchcx numerics parity")
+            for line in parity_summary():
+                terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def parity_report(request: pytest.FixtureRequest) -> None:
+    manager = request.config.pluginmanager
+    if not manager.has_plugin("torchcx-parity"):
+        manager.register(_ParityReport(), "torchcx-parity")
+
+
+# -- the parity tests ----------------------------------------------------------------------
+
+_IDS = {torch.complex64: "complex64", torch.complex128: "complex128"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_parity_unary(name: str, dtype: torch.dtype) -> None:
+    fn, np_fn = UNARY[name]
+    inputs = [grid(dtype)]
+    _check_parity(name, dtype, inputs, *run_three_ways(fn, np_fn, inputs, name in COMPOSITE))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_parity_binary(name: str, dtype: torch.dtype) -> None:
+    fn, np_fn = BINARY[name]
+    inputs = list(_binary_inputs(dtype))
+    _check_parity(name, dtype, inputs, *run_three_ways(fn, np_fn, inputs, name in COMPOSITE))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
+def test_parity_pow_scalar(dtype: torch.dtype) -> None:
+    # pow(Tensor, Scalar): every number exponent over the grid, concatenated.
+    g = grid(dtype)
+    eager, ref, cx = [], [], []
+    for w in POW_SCALARS:
+        e, r, c = run_three_ways(lambda z, w=w: torch.pow(z, w), lambda z, w=w: np.power(z, w), [g])
+        eager.append(e)
+        ref.append(r)
+        cx.append(c)
+    inputs = [g.repeat(len(POW_SCALARS)), torch.tensor(POW_SCALARS, dtype=dtype).repeat_interleave(g.numel())]
+    _check_parity("pow_scalar", dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
+
+
+# -- accuracy against mpmath ----------------------------------------------------------------
+
+mpmath.mp.dps = 60
+
+
+def _mp_sigmoid(z: Any) -> Any:
+    return 1 / (1 + mpmath.exp(-z))
+
+
+MP: dict[str, Callable[[Any], Any]] = {
+    "exp": mpmath.exp,
+    "expm1": mpmath.expm1,
+    "log": mpmath.log,
+    "log1p": lambda z: mpmath.log(1 + z),
+    "log2": lambda z: mpmath.log(z) / mpmath.log(2),
+    "log10": lambda z: mpmath.log(z) / mpmath.log(10),
+    "sqrt": mpmath.sqrt,
+    "sin": mpmath.sin,
+    "cos": mpmath.cos,
+    "tan": mpmath.tan,
+    "sinh": mpmath.sinh,
+    "cosh": mpmath.cosh,
+    "tanh": mpmath.tanh,
+    "asin": mpmath.asin,
+    "acos": mpmath.acos,
+    "atan": mpmath.atan,
+    "asinh": mpmath.asinh,
+    "acosh": mpmath.acosh,
+    "atanh": mpmath.atanh,
+    "sigmoid": _mp_sigmoid,
+}
+
+
+def _random_points(kind: str, n: int, seed: int) -> np.ndarray:
+    """Inputs of one regime (complex128; rounded to the dtype by the caller)."""
+    rng = np.random.default_rng(seed)
+    sign = lambda: rng.choice([-1.0, 1.0], n)  # noqa: E731
+    if kind == "tiny":  # |z| from 1e-30 to 1e-3, any phase
+        r = 10.0 ** rng.uniform(-30, -3, n)
+        t = rng.uniform(-np.pi, np.pi, n)
+        return r * np.exp(1j * t)
+    if kind == "unit_circle":  # |z| = 1 + tiny
+        t = rng.uniform(-np.pi, np.pi, n)
+        return (1 + sign() * 10.0 ** rng.uniform(-12, -2, n)) * np.exp(1j * t)
+    if kind == "log1p_circle":  # |1 + z| = 1 + tiny
+        t = rng.uniform(-np.pi, np.pi, n)
+        return (1 + sign() * 10.0 ** rng.uniform(-12, -2, n)) * np.exp(1j * t) - 1
+    if kind == "real_cut":  # x on the real axis beyond +-1, y a signed tiny number
+        return sign() * rng.uniform(1, 10, n) + 1j * sign() * 10.0 ** rng.uniform(-30, -8, n)
+    if kind == "imag_cut":  # iy beyond +-i, x a signed tiny number
+        return sign() * 10.0 ** rng.uniform(-30, -8, n) + 1j * sign() * rng.uniform(1, 10, n)
+    if kind == "negative_real":  # the cut of log and sqrt
+        return -rng.uniform(1e-3, 10, n) + 1j * sign() * 10.0 ** rng.uniform(-30, -8, n)
+    if kind == "large_imag":  # |y| large: tan, tanh -> +-i, +-1; sin, cos huge (but finite)
+        return rng.uniform(-3, 3, n) + 1j * sign() * rng.uniform(10, 80, n)
+    if kind == "large_real":
+        return sign() * rng.uniform(10, 80, n) + 1j * rng.uniform(-3, 3, n)
+    if kind == "moderate":
+        return rng.uniform(-4, 4, n) + 1j * rng.uniform(-4, 4, n)
+    raise ValueError(kind)
+
+
+#: (regime, ops checked there). Parts are compared one by one (relative to the
+#: part) in the regimes where each part of f(z) is well conditioned.
+REGIMES: dict[str, tuple[str, ...]] = {
+    "tiny": ("expm1", "log1p", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh", "sqrt", "sigmoid"),
+    "unit_circle": ("log", "log2", "log10"),
+    "log1p_circle": ("log1p",),
+    "real_cut": ("asin", "acos", "atanh", "acosh", "log", "sqrt"),
+    "imag_cut": ("atan", "asinh", "log", "sqrt"),
+    "negative_real": ("log", "sqrt", "acosh", "log1p"),
+    "large_imag": ("tan", "tanh", "sin", "cos", "exp", "sinh", "cosh", "sigmoid"),
+    "large_real": ("tanh", "tan", "sinh", "cosh", "exp", "expm1", "sigmoid"),
+    "moderate": tuple(MP),
+}
+#: Regimes where the result's parts are compared with the norm of the result
+#: rather than each with itself (one part is legitimately ill-conditioned).
+NORMWISE = {"moderate", "large_imag", "large_real"}
+ACCURACY_ULPS = 8
+
+
+def _mp_reference(name: str, z: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    fn = MP[name]
+    out = np.empty(z.shape, np.complex128)
+    for i, v in enumerate(z):
+        w = complex(fn(mpmath.mpc(v.real, v.imag)))
+        out[i] = w
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
+@pytest.mark.parametrize("regime", sorted(REGIMES))
+def test_accuracy(regime: str, dtype: torch.dtype) -> None:
+    z = _random_points(regime, 48, seed=sorted(REGIMES).index(regime)).astype(NP_DTYPE[dtype])
+    eps = torch.finfo(dtype).eps
+    t = torch.from_numpy(z)
+    errors = []
+    for name in REGIMES[regime]:
+        fn = UNARY[name][0]
+        ref = _mp_reference(name, z.astype(np.complex128), dtype)
+        cx = _to_numpy(fn(ComplexTensor.from_interleaved(t.clone()))).astype(np.complex128)
+        if regime in NORMWISE:
+            scale = np.abs(ref)
+            err = np.abs(cx - ref) / scale
+        else:
+            with np.errstate(all="ignore"):
+                err = np.maximum(
+                    np.abs(cx.real - ref.real) / np.abs(ref.real), np.abs(cx.imag - ref.imag) / np.abs(ref.imag)
+                )
+            err = np.where(np.isnan(err), np.inf, err)
+        worst = int(np.argmax(err))
+        if not err[worst] <= ACCURACY_ULPS * eps:
+            errors.append(f"{name}({z[worst]!r}) = {cx[worst]!r}, mpmath {ref[worst]!r} ({err[worst] / eps:.3g} eps)")
+        # The right side of each branch cut: the sign of the part that jumps.
+        if regime.endswith("_cut") or regime == "negative_real":
+            side = np.sign(cx.imag) == np.sign(ref.imag)
+            side &= np.sign(cx.real) == np.sign(ref.real)
+            if not side.all():
+                i = int(np.flatnonzero(~side)[0])
+                errors.append(f"{name}({z[i]!r}) = {cx[i]!r} is on the wrong side of the cut (mpmath {ref[i]!r})")
+    assert not errors, "\n".join(errors)
+
+
+# -- float16 / bfloat16 parts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", (torch.float16, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("name", sorted(set(UNARY) - {"tanhshrink", "softsign"}))
+def test_low_precision_parts(name: str, part: torch.dtype) -> None:
+    # A float16/bfloat16 op is the float32 computation on the same values, rounded once.
+    # (tanhshrink and softsign are compositions of ops, each rounded, as in eager.)
+    fn = UNARY[name][0]
+    g = grid(torch.complex64)
+    re, im = g.real.to(part), g.imag.to(part)
+    low = fn(torchcx.complex(re, im))
+    high = fn(torchcx.complex(re.float(), im.float()))
+    if isinstance(low, ComplexTensor):
+        assert low.component_dtype == part
+        pairs = [(low.re, high.re), (low.im, high.im)]
+    else:
+        pairs = [(low, high)]
+    for lo, hi in pairs:
+        expected = hi.to(lo.dtype) if hi.dtype.is_floating_point else hi
+        assert lo.dtype == expected.dtype
+        torch.testing.assert_close(lo, expected, rtol=0, atol=0, equal_nan=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(pytest.main([__file__, "-p", "no:xdist", "-q", "-k", "parity", *sys.argv[1:]]))
