@@ -599,9 +599,10 @@ def _alias_replay(gm: fx.GraphModule, placeholders: list[fx.Node], outputs: dict
 class _Runtime:
     """The compiled graph behind torchcx's boundary (Note [The compile pipeline], step 4)."""
 
-    _boxed_call = True
-
     def __init__(self, compiled: Callable[..., Any], lowering: _Lowering) -> None:
+        # An instance attribute: wrappers made with functools.wraps (torch._dynamo.disable)
+        # copy __dict__, and AOTAutograd reads the flag on the wrapper.
+        self._boxed_call = True
         self.compiled = compiled
         self.inputs = lowering.inputs
         self.output_dtypes = lowering.output_dtypes
