@@ -20,6 +20,14 @@ kernel that computes them.
 
 Bit patterns survive exactly (signed zeros, nan payloads). On a big-endian
 machine every dtype uses pairs.
+
+Note [Packed form]
+------------------
+A ComplexTensor that the lowering unpacks from a boundary or extern-kernel
+tensor remembers that tensor; packing it again returns it instead of
+computing a copy. So an extern kernel (the vendor FFT, LAPACK) reading a graph
+input, or writing a graph output, costs no pass beyond eager's. Only values in
+the lowering's functional graphs carry it: any op makes a new ComplexTensor.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import sys
 
 import torch
 from torch import Tensor
+
+from .tensor import ComplexTensor, component_dtype_of
 
 _LITTLE = sys.byteorder == "little"
 # complex dtype -> (word dtype, half-word dtype, part dtype, bits in a half word)
@@ -86,3 +96,20 @@ def pack(re: Tensor, im: Tensor, dtype: torch.dtype) -> Tensor:
         return low | high
     part = real_dtype(dtype)
     return torch.stack([re.to(part), im.to(part)], dim=-1)
+
+
+def unpack_remembering(t: Tensor, dtype: torch.dtype) -> ComplexTensor:
+    """``t``'s parts as a ComplexTensor that remembers ``t`` (Note [Packed form])."""
+    re, im = unpack(t, dtype)
+    out = ComplexTensor(re, im)
+    out._packed = (t, dtype)
+    return out
+
+
+def packed(x: ComplexTensor, dtype: torch.dtype) -> Tensor:
+    """``x`` in the layout of complex ``dtype``: its remembered packed form if it has one."""
+    remembered = getattr(x, "_packed", None)
+    if remembered is not None and remembered[1] == dtype:
+        return remembered[0]
+    part = component_dtype_of(dtype)
+    return pack(x.re.to(part), x.im.to(part), dtype)

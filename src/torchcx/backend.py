@@ -367,9 +367,11 @@ class _Lowering:
         constants = flat_args[len(self.placeholders) :]
         env: dict[fx.Node, Any] = {}
         for node, value, spec in zip(self.placeholders, real_args, self.inputs):
-            if spec.complex_dtype is not None:
+            if spec.conj:
                 re, im = _layout.unpack(value, spec.complex_dtype)
-                env[node] = ComplexTensor(re, -im if spec.conj else im)
+                env[node] = ComplexTensor(re, -im)
+            elif spec.complex_dtype is not None:
+                env[node] = _layout.unpack_remembering(value, spec.complex_dtype)
             else:
                 env[node] = value
         placeholder_index = {n: i for i, n in enumerate(self.placeholders)}
@@ -415,7 +417,7 @@ class _Lowering:
     def _pack_output(self, value: Any, dtype: torch.dtype | None) -> Any:
         if isinstance(value, ComplexTensor):
             assert dtype is not None
-            return _layout.pack(value.re, value.im, dtype)
+            return _layout.packed(value, dtype)
         if isinstance(value, RealView):
             return value.materialize()
         return value

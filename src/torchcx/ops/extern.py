@@ -30,7 +30,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .. import _layout
-from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of, component_dtype_of
+from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of
 from ._common import Op, overloads_of
 from ._registry import EXTERN_OPS, register
 
@@ -109,89 +109,77 @@ def _from_native(x: Any) -> Any:
 
 # -- the custom op ---------------------------------------------------------------------------
 
-_SCALAR_TYPES = (bool, int, float, str, type(None))
-
 
 def encode(args: Any, kwargs: dict[str, Any]) -> tuple[str, list[Tensor], list[Any]]:
     """(spec, tensors, symbolic ints) describing an op call with real tensors only.
 
-    Complex tensors become real tensors in the layout of their dtype
-    (Note [Interleaved layouts]); the JSON spec records which, so that the
-    kernel can view them as complex again. The spec is deterministic, as
-    Inductor's graph cache keys on it.
+    The spec is JSON mirroring the arguments: lists stay lists, a tensor is
+    ``{"tensor": i}`` (with ``"complex": dtype`` when it carries a complex
+    tensor in the layout of that dtype, Note [Interleaved layouts]), a symbolic
+    int ``{"symint": i}``, and dtypes, devices, complex and non-finite scalars
+    are tagged. It is deterministic: Inductor's graph cache keys on it.
     """
     tensors: list[Tensor] = []
     ints: list[Any] = []
-    leaves, treespec = tree_flatten((list(args), kwargs))
-    encoded = []
-    for x in leaves:
+
+    def enc(x: Any) -> Any:
         if isinstance(x, ComplexTensor):
             dtype = _native_dtype(x.component_dtype)
-            part = component_dtype_of(dtype)
-            tensors.append(_layout.pack(x.re.to(part), x.im.to(part), dtype))
-            encoded.append({"tensor": len(tensors) - 1, "complex": str(dtype)})
-        elif isinstance(x, Tensor):
+            tensors.append(_layout.packed(x, dtype))
+            return {"tensor": len(tensors) - 1, "complex": str(dtype)}
+        if isinstance(x, Tensor):
             tensors.append(x.materialize() if isinstance(x, RealView) else x)
-            encoded.append({"tensor": len(tensors) - 1})
-        elif isinstance(x, torch.SymInt):
+            return {"tensor": len(tensors) - 1}
+        if isinstance(x, torch.SymInt):
             ints.append(x)
-            encoded.append({"symint": len(ints) - 1})
-        elif isinstance(x, complex):
-            encoded.append({"complex_scalar": [_float(x.real), _float(x.imag)]})
-        elif isinstance(x, float):
-            encoded.append({"float": _float(x)})
-        elif isinstance(x, torch.dtype):
-            encoded.append({"dtype": str(x)})
-        elif isinstance(x, (torch.device, torch.layout, torch.memory_format)):
-            encoded.append({type(x).__name__: str(x)})
-        elif isinstance(x, _SCALAR_TYPES):
-            encoded.append({"value": x})
-        else:
-            raise NotImplementedError(f"torchcx: cannot pass {type(x).__name__} to an extern kernel")
-    spec = json.dumps({"tree": _treespec_to_json(treespec), "leaves": encoded}, sort_keys=True)
-    return spec, tensors, ints
+            return {"symint": len(ints) - 1}
+        if isinstance(x, (list, tuple)):
+            return [enc(v) for v in x]
+        if isinstance(x, complex):
+            return {"complex": [_float(x.real), _float(x.imag)]}
+        if isinstance(x, float):
+            return _float(x)
+        if isinstance(x, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+            return {type(x).__name__: str(x)}
+        if isinstance(x, (bool, int, str)) or x is None:
+            return x
+        raise NotImplementedError(f"torchcx: cannot pass {type(x).__name__} to an extern kernel")
+
+    spec = {"args": [enc(a) for a in args], "kwargs": {k: enc(v) for k, v in sorted(kwargs.items())}}
+    return json.dumps(spec, sort_keys=True), tensors, ints
 
 
 def _float(v: float) -> Any:
-    return repr(v) if (math.isinf(v) or math.isnan(v)) else v
-
-
-def _treespec_to_json(spec: Any) -> str:
-    from torch.utils._pytree import treespec_dumps
-
-    return treespec_dumps(spec)
+    # JSON has no inf/nan: tag them
+    return {"float": repr(v)} if (math.isinf(v) or math.isnan(v)) else v
 
 
 def decode(spec: str, tensors: list[Tensor], ints: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    from torch.utils._pytree import treespec_loads
+    """The arguments ``encode`` described, complex tensors viewed as complex again."""
+
+    def dec(x: Any) -> Any:
+        if isinstance(x, list):
+            return [dec(v) for v in x]
+        if not isinstance(x, dict):
+            return x
+        if "tensor" in x:
+            t = tensors[x["tensor"]]
+            return _layout.from_real(t, _DTYPES[x["complex"]]) if "complex" in x else t
+        ((kind, value),) = x.items()
+        if kind == "symint":
+            return ints[value]
+        if kind == "complex":
+            return complex(float(dec(value[0])), float(dec(value[1])))
+        if kind == "float":
+            return float(value)
+        if kind == "dtype":
+            return _DTYPES[value]
+        if kind == "device":
+            return torch.device(value)
+        return getattr(torch, value.replace("torch.", ""))  # layout, memory_format
 
     data = json.loads(spec)
-    leaves = []
-    for item in data["leaves"]:
-        kind, value = ("tensor", None) if "tensor" in item else next(iter(item.items()))
-        if kind == "tensor":
-            t = tensors[item["tensor"]]
-            if "complex" in item:
-                t = _layout.from_real(t, _DTYPES[item["complex"]])
-            leaves.append(t)
-        elif kind == "symint":
-            leaves.append(ints[value])
-        elif kind == "complex_scalar":
-            leaves.append(complex(float(value[0]), float(value[1])))
-        elif kind == "float":
-            leaves.append(float(value))
-        elif kind == "dtype":
-            leaves.append(_DTYPES[value])
-        elif kind == "device":
-            leaves.append(torch.device(value))
-        elif kind == "layout":
-            leaves.append(getattr(torch, value.replace("torch.", "")))
-        elif kind == "memory_format":
-            leaves.append(getattr(torch, value.replace("torch.", "")))
-        else:
-            leaves.append(value)
-    args, kwargs = tree_unflatten(leaves, treespec_loads(data["tree"]))
-    return tuple(args), kwargs
+    return tuple(dec(a) for a in data["args"]), {k: dec(v) for k, v in data["kwargs"].items()}
 
 
 _DTYPES = {str(d): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
@@ -251,8 +239,7 @@ def _call_traced(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) 
             continue
         t = next(real_outs)
         if m.is_complex():
-            re, im = _layout.unpack(t, m.dtype)
-            t = ComplexTensor(re, im)
+            t = _layout.unpack_remembering(t, m.dtype)
         leaves.append(t)
     return tree_unflatten(leaves, meta_spec)
 
