@@ -210,19 +210,39 @@ def add_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float =
     return ar + br, ai + bi
 
 
-@binary(aten.sub.Tensor, aten.sub.Scalar)
-def sub_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float = 1) -> tuple[Part, Part]:
+def _sub(ar: Part, ai: Part, br: Part, bi: Part, alpha: complex | float) -> tuple[Part, Part]:
     if alpha != 1:
         br, bi = _scale(alpha, br, bi)
     return ar - br, ai - bi
 
 
-@binary(aten.rsub.Tensor, aten.rsub.Scalar)
-def rsub_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float = 1) -> tuple[Part, Part]:
+def _refuse_bool(a: Any, b: Any) -> None:
+    # Eager's sub_check: subtracting a bool (tensor or number) is an error, not a - 0/1.
+    if any(isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype == torch.bool) for x in (a, b)):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
+def _subtract(a: Any, b: Any, alpha: complex | float) -> Tensor:
+    """a - alpha b for operands of any kind, promoted as torch promotes them."""
+    _refuse_bool(a, b)
+    ctype = result_ctype(a, b)
+    compute = opmath(ctype.real)
+    re, im = _sub(*parts(a, compute), *parts(b, compute), alpha)
+    return wrap(re, im, ctype.real, common_shape(a, b), common_device(a, b))
+
+
+@register(aten.sub.Tensor, aten.sub.Scalar)
+def sub_impl(a: Any, b: Any, *, alpha: complex | float = 1) -> Tensor:
+    return _subtract(a, b, alpha)
+
+
+@register(aten.rsub.Tensor, aten.rsub.Scalar)
+def rsub_impl(a: Any, b: Any, *, alpha: complex | float = 1) -> Tensor:
     # rsub(a, b) = b - alpha * a
-    if alpha != 1:
-        ar, ai = _scale(alpha, ar, ai)
-    return br - ar, bi - ai
+    return _subtract(b, a, alpha)
 
 
 @binary(aten.mul.Tensor, aten.mul.Scalar)
