@@ -1,7 +1,7 @@
-"""Two fixes to Inductor 2.13, applied only while torchcx compiles a graph.
+"""Adjustments to Inductor 2.13, applied only while torchcx compiles a graph.
 
-Both concern the bitcasts that unpack complex64 words into float32 parts
-(Note [Interleaved layouts]); neither changes what a graph computes.
+Two concern the bitcasts that unpack complex64 words into float32 parts
+(Note [Interleaved layouts]); none changes what a graph computes.
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -34,6 +34,32 @@ import torch
 from . import config
 
 _FOUR_BYTE = (torch.float32, torch.int32)
+
+
+@contextlib.contextmanager
+def quiet_complex_warning() -> Iterator[None]:
+    """Silence "Torchinductor does not support code generation for complex operators".
+
+    Inductor's pattern matcher looks at the complex graph before torchcx lowers
+    it (the joint-graph passes) and warns about its complex nodes; Inductor
+    never generates code for them, so the warning would only mislead. It is a
+    cached, process-wide warning: patching its function (rather than filtering
+    it) keeps it for later compilations that do reach Inductor with complex ops.
+    """
+    try:
+        from torch._inductor import lowering
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = getattr(lowering, "_warn_complex_not_supported", None)
+    if original is None:  # pragma: no cover
+        yield
+        return
+    lowering._warn_complex_not_supported = lambda: None
+    try:
+        yield
+    finally:
+        lowering._warn_complex_not_supported = original
 
 
 @contextlib.contextmanager

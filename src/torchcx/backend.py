@@ -43,7 +43,7 @@ from torch._ops import OpOverload
 from torch.utils._pytree import tree_flatten, tree_map
 
 from . import _layout, config
-from ._inductor_patches import inductor_patches
+from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .ops import dispatch, resolve
 from .ops._registry import EXTERN_OPS, describe_args
 from .ops.extern import call_extern
@@ -111,7 +111,7 @@ def torchcx_backend(
         patches.update(list_mode_options(mode, dynamic))
     patches.update(options or {})
     inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict)
-    with torch._functorch.config.patch(enable_autograd_cache=False):
+    with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
         return compile_fx(
             gm,
             example_inputs,

@@ -14,6 +14,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
 from ._common import parts, partwise, register
+from ._registry import REAL_TO_COMPLEX_OPS
 
 aten = torch.ops.aten
 
@@ -227,9 +228,30 @@ def uniform__impl(x: ComplexTensor, from_: float = 0.0, to: float = 1.0, *, gene
     return x
 
 
+# -- complex values from real ones ---------------------------------------------------------
+
+REAL_TO_COMPLEX_OPS.update((aten.complex, aten.polar))
+
+
+@register(aten.complex)
+def complex_impl(real: Tensor, imag: Tensor) -> ComplexTensor:
+    # A new tensor, as torch.complex's: the broadcast parts are copied, never aliased.
+    real, imag = torch.broadcast_tensors(real, imag)
+    return ComplexTensor(
+        real.clone(memory_format=torch.contiguous_format), imag.clone(memory_format=torch.contiguous_format)
+    )
+
+
+@register(aten.polar)
+def polar_impl(abs: Tensor, angle: Tensor) -> ComplexTensor:  # noqa: A002  (torch's argument name)
+    # abs * (cos(angle) + i sin(angle)), as eager's at::polar computes it.
+    abs, angle = torch.broadcast_tensors(abs, angle)
+    return ComplexTensor(abs * torch.cos(angle), abs * torch.sin(angle))
+
+
 # -- conversion and copies ---------------------------------------------------------------
 
-partwise(aten.fill_, aten.fill, aten.zero_, aten.zero)
+partwise(aten.fill_, aten.fill, aten.zero_, aten.zero, aten.lift_fresh_copy)
 
 
 @register(aten.clone.default)
