@@ -390,9 +390,10 @@ MP: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _random_points(kind: str, n: int, seed: int) -> np.ndarray:
+def _random_points(kind: str, n: int, seed: int, dtype: torch.dtype) -> np.ndarray:
     """Inputs of one regime (complex128; rounded to the dtype by the caller)."""
     rng = np.random.default_rng(seed)
+    log_max = math.log(torch.finfo(dtype).max)
     sign = lambda: rng.choice([-1.0, 1.0], n)  # noqa: E731
     if kind == "tiny":  # |z| from 1e-30 to 1e-3, any phase
         r = 10.0 ** rng.uniform(-30, -3, n)
@@ -414,6 +415,10 @@ def _random_points(kind: str, n: int, seed: int) -> np.ndarray:
         return rng.uniform(-3, 3, n) + 1j * sign() * rng.uniform(10, 80, n)
     if kind == "large_real":
         return sign() * rng.uniform(10, 80, n) + 1j * rng.uniform(-3, 3, n)
+    if kind == "near_overflow":  # e^x overflows, e^x cos y may not: no spurious inf
+        return sign() * rng.uniform(log_max - 2, log_max + 0.5, n) + 1j * rng.uniform(-3, 3, n)
+    if kind == "tanh_cut":  # |x| around log(max) / 2, where tanh switches to +-1 + i 4 sin y cos y e^-2|x|
+        return sign() * rng.uniform(log_max / 2 - 3, log_max / 2 + 3, n) + 1j * rng.uniform(-3, 3, n)
     if kind == "moderate":
         return rng.uniform(-4, 4, n) + 1j * rng.uniform(-4, 4, n)
     raise ValueError(kind)
@@ -430,11 +435,13 @@ REGIMES: dict[str, tuple[str, ...]] = {
     "negative_real": ("log", "sqrt", "acosh", "log1p"),
     "large_imag": ("tan", "tanh", "sin", "cos", "exp", "sinh", "cosh", "sigmoid"),
     "large_real": ("tanh", "tan", "sinh", "cosh", "exp", "expm1", "sigmoid"),
+    "near_overflow": ("exp", "sinh", "cosh", "expm1", "sigmoid"),
+    "tanh_cut": ("tanh",),
     "moderate": tuple(MP),
 }
 #: Regimes where the result's parts are compared with the norm of the result
 #: rather than each with itself (one part is legitimately ill-conditioned).
-NORMWISE = {"moderate", "large_imag", "large_real"}
+NORMWISE = {"moderate", "large_imag", "large_real", "near_overflow", "tanh_cut"}
 ACCURACY_ULPS = 8
 
 
@@ -450,7 +457,7 @@ def _mp_reference(name: str, z: np.ndarray, dtype: torch.dtype) -> np.ndarray:
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 @pytest.mark.parametrize("regime", sorted(REGIMES))
 def test_accuracy(regime: str, dtype: torch.dtype) -> None:
-    z = _random_points(regime, 48, seed=sorted(REGIMES).index(regime)).astype(NP_DTYPE[dtype])
+    z = _random_points(regime, 48, sorted(REGIMES).index(regime), dtype).astype(NP_DTYPE[dtype])
     eps = torch.finfo(dtype).eps
     t = torch.from_numpy(z)
     errors = []
@@ -458,15 +465,17 @@ def test_accuracy(regime: str, dtype: torch.dtype) -> None:
         fn = UNARY[name][0]
         ref = _mp_reference(name, z.astype(np.complex128), dtype)
         cx = _to_numpy(fn(ComplexTensor.from_interleaved(t.clone()))).astype(np.complex128)
-        if regime in NORMWISE:
-            scale = np.abs(ref)
-            err = np.abs(cx - ref) / scale
-        else:
-            with np.errstate(all="ignore"):
-                err = np.maximum(
-                    np.abs(cx.real - ref.real) / np.abs(ref.real), np.abs(cx.imag - ref.imag) / np.abs(ref.imag)
-                )
-            err = np.where(np.isnan(err), np.inf, err)
+        with np.errstate(all="ignore"):
+            ref = ref.astype(NP_DTYPE[dtype]).astype(np.complex128)  # overflows where the dtype does
+            # Part errors, 0 where the parts are equal (the same infinity included).
+            d_re = np.where(cx.real == ref.real, 0.0, np.abs(cx.real - ref.real))
+            d_im = np.where(cx.imag == ref.imag, 0.0, np.abs(cx.imag - ref.imag))
+            if regime in NORMWISE:  # relative to |f(z)|, its finite parts
+                scale = np.hypot(np.where(np.isinf(ref.real), 0, ref.real), np.where(np.isinf(ref.imag), 0, ref.imag))
+                err = np.hypot(d_re, d_im) / scale
+            else:
+                err = np.maximum(d_re / np.abs(ref.real), d_im / np.abs(ref.imag))
+        err = np.where((d_re == 0) & (d_im == 0), 0.0, np.where(np.isnan(err), np.inf, err))
         worst = int(np.argmax(err))
         if not err[worst] <= ACCURACY_ULPS * eps:
             errors.append(f"{name}({z[worst]!r}) = {cx[worst]!r}, mpmath {ref[worst]!r} ({err[worst] / eps:.3g} eps)")

@@ -139,7 +139,7 @@ def _pick(cond: Tensor, a: float, b: float, like: Tensor) -> Tensor:
     return torch.where(cond, torch.full_like(like, a), b)
 
 
-def _exp_reduced(x: Tensor) -> tuple[Tensor, Tensor | float]:
+def _exp_reduced(x: Tensor) -> tuple[Tensor, Tensor]:
     """(e, k) with e^x = e * k and e finite wherever e^x * m can be finite for |m| <= 1.
 
     Multiplying e by m before k avoids the spurious overflow of e^x * m when e^x
@@ -525,19 +525,25 @@ def pow_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
 # -- trigonometric and hyperbolic functions ---------------------------------------------------
 
 
-def _sinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-    # sinh(x + iy) = sinh x cos y + i cosh x sin y. For |x| > exp_cut, sinh x
-    # and cosh x are e^|x| / 2: reduced as in exp, so that the products
-    # overflow only when they do.
+def _sinh_cosh_times(x: Tensor, c: Tensor, s: Tensor) -> tuple[Tensor, Tensor]:
+    # (sinh x * c, cosh x * s) for |c|, |s| <= 1. For |x| > exp_cut, sinh x and
+    # cosh x are +-e^|x| / 2, reduced as in exp: the products overflow only
+    # when they do, not when e^|x| alone would.
     lim = _limits(x.dtype)
     ax = torch.abs(x)
-    cos, sin = torch.cos(y), torch.sin(y)
     big = ax > lim.exp_cut
     e = torch.exp(torch.where(big, ax - lim.exp_cut, 0.0))
     half_k = lim.exp_of_cut / 2
     sign = _pick(x < 0, -1.0, 1.0, x)
-    out_re = torch.where(big, (sign * cos * half_k) * e, torch.sinh(x) * cos)
-    out_im = torch.where(big, (sin * half_k) * e, torch.cosh(x) * sin)
+    return (
+        torch.where(big, (sign * c * half_k) * e, torch.sinh(x) * c),
+        torch.where(big, (s * half_k) * e, torch.cosh(x) * s),
+    )
+
+
+def _sinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    # sinh(x + iy) = sinh x cos y + i cosh x sin y.
+    out_re, out_im = _sinh_cosh_times(x, torch.cos(y), torch.sin(y))
     # y = 0 keeps its signed zero (cosh x * 0 is nan for x = inf, nan).
     out_im = torch.where(y == 0, y, out_im)
     # C99: sinh(+-0 + i(inf or nan)) = (+-0, nan); sinh(+-inf + i(inf or nan)) = (inf, nan).
@@ -547,16 +553,8 @@ def _sinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _cosh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-    # cosh(x + iy) = cosh x cos y + i sinh x sin y, reduced for large |x| as in _sinh.
-    lim = _limits(x.dtype)
-    ax = torch.abs(x)
-    cos, sin = torch.cos(y), torch.sin(y)
-    big = ax > lim.exp_cut
-    e = torch.exp(torch.where(big, ax - lim.exp_cut, 0.0))
-    half_k = lim.exp_of_cut / 2
-    sign = _pick(x < 0, -1.0, 1.0, x)
-    out_re = torch.where(big, (cos * half_k) * e, torch.cosh(x) * cos)
-    out_im = torch.where(big, (sign * sin * half_k) * e, torch.sinh(x) * sin)
+    # cosh(x + iy) = cosh x cos y + i sinh x sin y.
+    out_im, out_re = _sinh_cosh_times(x, torch.sin(y), torch.cos(y))
     # y = 0: the imaginary part is a zero signed as x * y (as y for x = nan).
     x_nan = torch.isnan(x)
     out_im = torch.where(y == 0, torch.where(x_nan, y, torch.copysign(torch.ones_like(x), x) * y), out_im)
@@ -934,9 +932,9 @@ def silu_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
 def sinc_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
     # sin(pi z) / (pi z), and 1 at z = 0 (eager's formula; pi z is the complex
     # product (pi + 0i) z, whose signed zeros and inf * 0 = nan eager shares).
-    pr, pi = _mul(_PI, 0.0, re, im)
-    sr, si = sin_impl(pr, pi)
-    qr, qi = _div(sr, si, pr, pi)
+    zr, zi = _mul(_PI, 0.0, re, im)
+    sr, si = sin_impl(zr, zi)
+    qr, qi = _div(sr, si, zr, zi)
     zero = (re == 0) & (im == 0)
     return torch.where(zero, 1.0, qr), torch.where(zero, 0.0, qi)
 
@@ -955,9 +953,9 @@ def logaddexp_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Tensor, Tens
     inf_same = torch.isinf(mr) & (mr == xr)
     e1r, e1i = _exp(mr, mi)
     e2r, e2i = _exp(xr, xi)
-    pr, pi = _log(e1r + e2r, e1i + e2i)
-    out_re = torch.where(inf_same, torch.where(mr < 0, mr, pr), lr + xr)
-    out_im = torch.where(inf_same, torch.where(mr < 0, mi, pi), li + xi)
+    sr, si = _log(e1r + e2r, e1i + e2i)
+    out_re = torch.where(inf_same, torch.where(mr < 0, mr, sr), lr + xr)
+    out_im = torch.where(inf_same, torch.where(mr < 0, mi, si), li + xi)
     nan = torch.isnan(mr) | torch.isnan(mi)
     return torch.where(nan, math.nan, out_re), torch.where(nan, math.nan, out_im)
 
