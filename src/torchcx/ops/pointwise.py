@@ -32,13 +32,17 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from ..tensor import ComplexTensor
 from ._common import (
+    CType,
     Part,
     binary,
     common_device,
     common_shape,
     opmath,
+    overloads_of,
     parts,
+    partwise,
     register,
     result_ctype,
     to_complex,
@@ -965,6 +969,11 @@ def lerp_impl(start: Any, end: Any, weight: Any) -> Tensor:
     # start + w (end - start) for |w| < 1/2, else end + (w - 1)(end - start):
     # eager's (vectorized) form, exact at both ends (w = 0 and w = 1); w - 1
     # is the complex (wr - 1) + (wi - 0)i, so signed zeros come out the same.
+    for name, x in (("end", end), ("weight", weight)):
+        if isinstance(x, Tensor) and x.dtype != start.dtype:  # eager's check: no promotion
+            raise RuntimeError(
+                f"expected dtype {_c10_name(start.dtype)} for `{name}` but got dtype {_c10_name(x.dtype)}"
+            )
     ctype = result_ctype(start, end)
     compute = opmath(ctype.real)
     sr, si = parts(start, compute)
@@ -989,3 +998,60 @@ def lerp_impl(start: Any, end: Any, weight: Any) -> Tensor:
 def ldexp_impl(x: Any, e: Any) -> Tensor:
     # x * 2^e, as eager computes it (a complex power of 2, then the product).
     return torch.mul(x, torch.pow(2.0, to_complex(e) if isinstance(e, Tensor) and e.is_complex() else e))
+
+
+@register(aten.float_power.Tensor_Tensor, aten.float_power.Tensor_Scalar, aten.float_power.Scalar)
+def float_power_impl(a: Any, b: Any) -> Tensor:
+    # pow in double precision: with a complex operand both become complex128
+    # (eager's float_power), here as ComplexTensors with float64 parts.
+    double = CType(torch.float64, True)
+    a, b = (to_complex(x, double) if isinstance(x, Tensor) else complex(x) for x in (a, b))
+    return torch.pow(a, b)
+
+
+# nan_to_num replaces nan and infinities in each part (eager's complex kernel).
+partwise(aten.nan_to_num)
+
+
+@register(aten.abs_.default)
+def abs__impl(x: Any) -> Tensor:
+    raise RuntimeError("In-place abs is not supported for complex tensors.")
+
+
+_DTYPE_NAMES = {
+    torch.float64: "ComplexDouble",
+    torch.float32: "ComplexFloat",
+    torch.float16: "ComplexHalf",
+    torch.bfloat16: "ComplexBFloat16",
+}
+
+
+def _c10_name(dtype: torch.dtype) -> str:
+    """The name eager's dtype checks use (c10::complex<float>, float, ...)."""
+    return {
+        torch.complex128: "c10::complex<double>",
+        torch.complex64: "c10::complex<float>",
+        torch.complex32: "c10::complex<c10::Half>",
+        torch.float64: "double",
+        torch.float32: "float",
+        torch.float16: "c10::Half",
+        torch.bfloat16: "c10::BFloat16",
+    }.get(dtype, str(dtype))
+
+
+def _refuse_complex(kernel: str, *ops: Any) -> None:
+    """Ops eager has no complex kernel for, which a decomposition would compute
+    anyway (a wrong answer): raise eager's error instead."""
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        part = next((x.component_dtype for x in args if isinstance(x, ComplexTensor)), torch.float32)
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_DTYPE_NAMES[part]}'")
+
+    for op in overloads_of(*ops):
+        if not any(a.is_out for a in op._schema.arguments):
+            register(op)(impl)
+
+
+_refuse_complex("xlogy_cpu", aten.xlogy)
+_refuse_complex("xlog1py_cpu", aten.special_xlog1py)
+_refuse_complex("hardshrink_cpu", aten.hardshrink)
