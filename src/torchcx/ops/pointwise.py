@@ -32,13 +32,17 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from ..tensor import ComplexTensor
 from ._common import (
+    CType,
     Part,
     binary,
     common_device,
     common_shape,
     opmath,
+    overloads_of,
     parts,
+    partwise,
     register,
     result_ctype,
     to_complex,
@@ -139,7 +143,7 @@ def _pick(cond: Tensor, a: float, b: float, like: Tensor) -> Tensor:
     return torch.where(cond, torch.full_like(like, a), b)
 
 
-def _exp_reduced(x: Tensor) -> tuple[Tensor, Tensor | float]:
+def _exp_reduced(x: Tensor) -> tuple[Tensor, Tensor]:
     """(e, k) with e^x = e * k and e finite wherever e^x * m can be finite for |m| <= 1.
 
     Multiplying e by m before k avoids the spurious overflow of e^x * m when e^x
@@ -210,19 +214,39 @@ def add_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float =
     return ar + br, ai + bi
 
 
-@binary(aten.sub.Tensor, aten.sub.Scalar)
-def sub_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float = 1) -> tuple[Part, Part]:
+def _sub(ar: Part, ai: Part, br: Part, bi: Part, alpha: complex | float) -> tuple[Part, Part]:
     if alpha != 1:
         br, bi = _scale(alpha, br, bi)
     return ar - br, ai - bi
 
 
-@binary(aten.rsub.Tensor, aten.rsub.Scalar)
-def rsub_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float = 1) -> tuple[Part, Part]:
+def _refuse_bool(a: Any, b: Any) -> None:
+    # Eager's sub_check: subtracting a bool (tensor or number) is an error, not a - 0/1.
+    if any(isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype == torch.bool) for x in (a, b)):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
+def _subtract(a: Any, b: Any, alpha: complex | float) -> Tensor:
+    """a - alpha b for operands of any kind, promoted as torch promotes them."""
+    _refuse_bool(a, b)
+    ctype = result_ctype(a, b)
+    compute = opmath(ctype.real)
+    re, im = _sub(*parts(a, compute), *parts(b, compute), alpha)
+    return wrap(re, im, ctype.real, common_shape(a, b), common_device(a, b))
+
+
+@register(aten.sub.Tensor, aten.sub.Scalar)
+def sub_impl(a: Any, b: Any, *, alpha: complex | float = 1) -> Tensor:
+    return _subtract(a, b, alpha)
+
+
+@register(aten.rsub.Tensor, aten.rsub.Scalar)
+def rsub_impl(a: Any, b: Any, *, alpha: complex | float = 1) -> Tensor:
     # rsub(a, b) = b - alpha * a
-    if alpha != 1:
-        ar, ai = _scale(alpha, ar, ai)
-    return br - ar, bi - ai
+    return _subtract(b, a, alpha)
 
 
 @binary(aten.mul.Tensor, aten.mul.Scalar)
@@ -505,19 +529,25 @@ def pow_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
 # -- trigonometric and hyperbolic functions ---------------------------------------------------
 
 
-def _sinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-    # sinh(x + iy) = sinh x cos y + i cosh x sin y. For |x| > exp_cut, sinh x
-    # and cosh x are e^|x| / 2: reduced as in exp, so that the products
-    # overflow only when they do.
+def _sinh_cosh_times(x: Tensor, c: Tensor, s: Tensor) -> tuple[Tensor, Tensor]:
+    # (sinh x * c, cosh x * s) for |c|, |s| <= 1. For |x| > exp_cut, sinh x and
+    # cosh x are +-e^|x| / 2, reduced as in exp: the products overflow only
+    # when they do, not when e^|x| alone would.
     lim = _limits(x.dtype)
     ax = torch.abs(x)
-    cos, sin = torch.cos(y), torch.sin(y)
     big = ax > lim.exp_cut
     e = torch.exp(torch.where(big, ax - lim.exp_cut, 0.0))
     half_k = lim.exp_of_cut / 2
     sign = _pick(x < 0, -1.0, 1.0, x)
-    out_re = torch.where(big, (sign * cos * half_k) * e, torch.sinh(x) * cos)
-    out_im = torch.where(big, (sin * half_k) * e, torch.cosh(x) * sin)
+    return (
+        torch.where(big, (sign * c * half_k) * e, torch.sinh(x) * c),
+        torch.where(big, (s * half_k) * e, torch.cosh(x) * s),
+    )
+
+
+def _sinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    # sinh(x + iy) = sinh x cos y + i cosh x sin y.
+    out_re, out_im = _sinh_cosh_times(x, torch.cos(y), torch.sin(y))
     # y = 0 keeps its signed zero (cosh x * 0 is nan for x = inf, nan).
     out_im = torch.where(y == 0, y, out_im)
     # C99: sinh(+-0 + i(inf or nan)) = (+-0, nan); sinh(+-inf + i(inf or nan)) = (inf, nan).
@@ -527,16 +557,8 @@ def _sinh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _cosh(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-    # cosh(x + iy) = cosh x cos y + i sinh x sin y, reduced for large |x| as in _sinh.
-    lim = _limits(x.dtype)
-    ax = torch.abs(x)
-    cos, sin = torch.cos(y), torch.sin(y)
-    big = ax > lim.exp_cut
-    e = torch.exp(torch.where(big, ax - lim.exp_cut, 0.0))
-    half_k = lim.exp_of_cut / 2
-    sign = _pick(x < 0, -1.0, 1.0, x)
-    out_re = torch.where(big, (cos * half_k) * e, torch.cosh(x) * cos)
-    out_im = torch.where(big, (sign * sin * half_k) * e, torch.sinh(x) * sin)
+    # cosh(x + iy) = cosh x cos y + i sinh x sin y.
+    out_im, out_re = _sinh_cosh_times(x, torch.sin(y), torch.cos(y))
     # y = 0: the imaginary part is a zero signed as x * y (as y for x = nan).
     x_nan = torch.isnan(x)
     out_im = torch.where(y == 0, torch.where(x_nan, y, torch.copysign(torch.ones_like(x), x) * y), out_im)
@@ -914,9 +936,9 @@ def silu_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
 def sinc_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
     # sin(pi z) / (pi z), and 1 at z = 0 (eager's formula; pi z is the complex
     # product (pi + 0i) z, whose signed zeros and inf * 0 = nan eager shares).
-    pr, pi = _mul(_PI, 0.0, re, im)
-    sr, si = sin_impl(pr, pi)
-    qr, qi = _div(sr, si, pr, pi)
+    zr, zi = _mul(_PI, 0.0, re, im)
+    sr, si = sin_impl(zr, zi)
+    qr, qi = _div(sr, si, zr, zi)
     zero = (re == 0) & (im == 0)
     return torch.where(zero, 1.0, qr), torch.where(zero, 0.0, qi)
 
@@ -935,9 +957,9 @@ def logaddexp_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Tensor, Tens
     inf_same = torch.isinf(mr) & (mr == xr)
     e1r, e1i = _exp(mr, mi)
     e2r, e2i = _exp(xr, xi)
-    pr, pi = _log(e1r + e2r, e1i + e2i)
-    out_re = torch.where(inf_same, torch.where(mr < 0, mr, pr), lr + xr)
-    out_im = torch.where(inf_same, torch.where(mr < 0, mi, pi), li + xi)
+    sr, si = _log(e1r + e2r, e1i + e2i)
+    out_re = torch.where(inf_same, torch.where(mr < 0, mr, sr), lr + xr)
+    out_im = torch.where(inf_same, torch.where(mr < 0, mi, si), li + xi)
     nan = torch.isnan(mr) | torch.isnan(mi)
     return torch.where(nan, math.nan, out_re), torch.where(nan, math.nan, out_im)
 
@@ -947,6 +969,11 @@ def lerp_impl(start: Any, end: Any, weight: Any) -> Tensor:
     # start + w (end - start) for |w| < 1/2, else end + (w - 1)(end - start):
     # eager's (vectorized) form, exact at both ends (w = 0 and w = 1); w - 1
     # is the complex (wr - 1) + (wi - 0)i, so signed zeros come out the same.
+    for name, x in (("end", end), ("weight", weight)):
+        if isinstance(x, Tensor) and x.dtype != start.dtype:  # eager's check: no promotion
+            raise RuntimeError(
+                f"expected dtype {_c10_name(start.dtype)} for `{name}` but got dtype {_c10_name(x.dtype)}"
+            )
     ctype = result_ctype(start, end)
     compute = opmath(ctype.real)
     sr, si = parts(start, compute)
@@ -971,3 +998,60 @@ def lerp_impl(start: Any, end: Any, weight: Any) -> Tensor:
 def ldexp_impl(x: Any, e: Any) -> Tensor:
     # x * 2^e, as eager computes it (a complex power of 2, then the product).
     return torch.mul(x, torch.pow(2.0, to_complex(e) if isinstance(e, Tensor) and e.is_complex() else e))
+
+
+@register(aten.float_power.Tensor_Tensor, aten.float_power.Tensor_Scalar, aten.float_power.Scalar)
+def float_power_impl(a: Any, b: Any) -> Tensor:
+    # pow in double precision: with a complex operand both become complex128
+    # (eager's float_power), here as ComplexTensors with float64 parts.
+    double = CType(torch.float64, True)
+    a, b = (to_complex(x, double) if isinstance(x, Tensor) else complex(x) for x in (a, b))
+    return torch.pow(a, b)
+
+
+# nan_to_num replaces nan and infinities in each part (eager's complex kernel).
+partwise(aten.nan_to_num)
+
+
+@register(aten.abs_.default)
+def abs__impl(x: Any) -> Tensor:
+    raise RuntimeError("In-place abs is not supported for complex tensors.")
+
+
+_DTYPE_NAMES = {
+    torch.float64: "ComplexDouble",
+    torch.float32: "ComplexFloat",
+    torch.float16: "ComplexHalf",
+    torch.bfloat16: "ComplexBFloat16",
+}
+
+
+def _c10_name(dtype: torch.dtype) -> str:
+    """The name eager's dtype checks use (c10::complex<float>, float, ...)."""
+    return {
+        torch.complex128: "c10::complex<double>",
+        torch.complex64: "c10::complex<float>",
+        torch.complex32: "c10::complex<c10::Half>",
+        torch.float64: "double",
+        torch.float32: "float",
+        torch.float16: "c10::Half",
+        torch.bfloat16: "c10::BFloat16",
+    }.get(dtype, str(dtype))
+
+
+def _refuse_complex(kernel: str, *ops: Any) -> None:
+    """Ops eager has no complex kernel for, which a decomposition would compute
+    anyway (a wrong answer): raise eager's error instead."""
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        part = next((x.component_dtype for x in args if isinstance(x, ComplexTensor)), torch.float32)
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_DTYPE_NAMES[part]}'")
+
+    for op in overloads_of(*ops):
+        if not any(a.is_out for a in op._schema.arguments):
+            register(op)(impl)
+
+
+_refuse_complex("xlogy_cpu", aten.xlogy)
+_refuse_complex("xlog1py_cpu", aten.special_xlog1py)
+_refuse_complex("hardshrink_cpu", aten.hardshrink)
