@@ -305,6 +305,12 @@ def to_copy_impl(x: Tensor, **kwargs: Any) -> Tensor:
     return ComplexTensor(x.re.to(dtype=part, copy=True, **kwargs), x.im.to(dtype=part, copy=True, **kwargs))
 
 
+@register(torch.ops.prims.convert_element_type)
+def convert_element_type_impl(x: Tensor, dtype: torch.dtype) -> Tensor:
+    # The prim decompositions use for dtype conversions (float_power, type promotion).
+    return to_copy_impl(x, dtype=dtype)
+
+
 def to_component_dtype(x: ComplexTensor, dtype: torch.dtype) -> ComplexTensor:
     """``x`` with parts converted to ``dtype``, differentiably (see ComplexTensor.with_component_dtype)."""
     return _ToComponentDtype.apply(x, dtype)
