@@ -91,8 +91,10 @@ def pack(re: Tensor, im: Tensor, dtype: torch.dtype) -> Tensor:
     """``to_real``'s tensor from (re, im), as traceable real ops (a new tensor)."""
     if uses_words(dtype):
         word, half, part, bits = _WORDS[dtype]
-        low = re.to(part).view(half).to(word) & ((1 << bits) - 1)
-        high = im.to(part).view(half).to(word) << bits
+        # A part may carry a lazy negation bit (an output made by _neg_view or
+        # conj), which a dtype view cannot apply: resolve it first.
+        low = re.to(part).resolve_neg().view(half).to(word) & ((1 << bits) - 1)
+        high = im.to(part).resolve_neg().view(half).to(word) << bits
         return low | high
     part = real_dtype(dtype)
     return torch.stack([re.to(part), im.to(part)], dim=-1)

@@ -257,6 +257,11 @@ class _Lowering:
                 self.output_slot[i] = slot
                 slot += 1
         self.output_dtypes = [self._complex_dtype_of(o) for o in self.outputs]
+        # Outputs that are conjugated views of an intermediate (AOTAutograd saves
+        # ``_conj(exp)`` for exp's backward): the kernel writes the unconjugated
+        # values and the run time sets the conj bit, so the tensor has the
+        # metadata AOTAutograd traced (the backward graph reads it as a conj view).
+        self.output_conj = [self._is_conj(o) for o in self.outputs]
         self.mutated = {
             self.placeholders.index(n.args[0])
             for n in gm.graph.nodes
@@ -274,6 +279,11 @@ class _Lowering:
         if isinstance(value, Tensor) and value.is_complex():
             return _Input(value.dtype, conj=value.is_conj())
         return _Input(None)
+
+    @staticmethod
+    def _is_conj(node: Any) -> bool:
+        val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        return isinstance(val, Tensor) and val.is_complex() and val.is_conj()
 
     @staticmethod
     def _complex_dtype_of(node: Any) -> torch.dtype | None:
@@ -402,6 +412,8 @@ class _Lowering:
             if i in self.aliases:
                 continue
             value = env[o] if isinstance(o, fx.Node) else o
+            if self.output_conj[i]:
+                value = torch.conj_physical(value)
             results.append(self._pack_output(value, self.output_dtypes[i]))
         for index, value in mutations:
             spec = self.inputs[index]
@@ -602,12 +614,14 @@ class _Runtime:
     """The compiled graph behind torchcx's boundary (Note [The compile pipeline], step 4)."""
 
     def __init__(self, compiled: Callable[..., Any], lowering: _Lowering) -> None:
-        # An instance attribute: wrappers made with functools.wraps (torch._dynamo.disable)
-        # copy __dict__, and AOTAutograd reads the flag on the wrapper.
+        # An instance attribute: AOTAutograd wraps the backward in torch._dynamo.disable,
+        # whose functools.wraps copies the instance's __dict__, not class attributes;
+        # without it the wrapper is called unboxed (with a warning on every backward).
         self._boxed_call = True
         self.compiled = compiled
         self.inputs = lowering.inputs
         self.output_dtypes = lowering.output_dtypes
+        self.output_conj = lowering.output_conj
         self.output_slot = lowering.output_slot
         self.alias_replay = lowering.alias_replay
         self.constants = lowering.constants
@@ -634,7 +648,12 @@ class _Runtime:
                 results.append(next(replayed))
                 continue
             out = real_outs[slot]
-            results.append(_layout.from_real(out, dtype) if dtype is not None else out)
+            if dtype is None:
+                results.append(out)
+            elif self.output_conj[i]:
+                results.append(_layout.from_real(out, dtype).conj())
+            else:
+                results.append(_layout.from_real(out, dtype))
         return results
 
 

@@ -80,6 +80,12 @@ partwise(
     aten.replication_pad2d,
     aten.replication_pad3d,
     aten._pad_circular,
+    # backward formulas of the above with no decomposition in torch._decomp: they
+    # sum or move gradient elements (self, where an argument, only gives the shape)
+    aten.masked_scatter_backward,
+    aten.replication_pad1d_backward,
+    aten.replication_pad2d_backward,
+    aten.replication_pad3d_backward,
 )
 
 # Scalar arguments that are values of the result: split into parts too.
