@@ -20,6 +20,8 @@ from .creation import clone_impl
 aten = torch.ops.aten
 
 partwise(
+    # flip as Inductor's decompositions spell it
+    torch.ops.prims.rev,
     # concatenation and splitting
     aten.cat,
     aten._chunk_cat,
