@@ -146,7 +146,12 @@ def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
         return None
     if im.storage_offset() != re.storage_offset() + 1:
         return None
-    return re.as_strided((*re.shape, 2), (*re.stride(), 1), re.storage_offset())
+    # as_strided addresses the storage, so taking it of re's base (when re is a
+    # view) is the same view; it keeps Inductor from copying a lazy view of an
+    # unrealized value into a buffer of its own and reading outside it
+    # (pytorch/pytorch#197431), e.g. for view_as_real(view_as_complex(x * 2)).
+    base = re._base if re._base is not None and re._base.dtype == re.dtype else re
+    return base.as_strided((*re.shape, 2), (*re.stride(), 1), re.storage_offset())
 
 
 class _PlanarBase(Tensor):
