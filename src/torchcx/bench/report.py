@@ -162,14 +162,15 @@ def chart(results: Results, path: str) -> str | None:
             if r.speedup is not None:
                 xs.append(x)
                 heights.append(r.speedup)
-                if r.status == "wrong":  # timed, but its result is not eager's: say so on the bar
-                    ax.text(x, r.speedup, "wrong", rotation=90, ha="center", va="bottom", fontsize=7)
+                # timed, but its result is not eager's: say so on the bar
+                label = f"{r.speedup:.2g}x" + (" wrong" if r.status == "wrong" else "")
+                ax.text(x, r.speedup * 1.03, label, rotation=90, ha="center", va="bottom", fontsize=6)
             else:  # error or skipped: no bar, the status where it would stand
                 ax.text(x, low * 1.1, r.status, rotation=90, ha="center", va="bottom", fontsize=7, color=color)
         ax.bar(xs, heights, width, color=color, label=mode)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
-    ax.set_ylim(bottom=low)
+    ax.set_ylim(bottom=low, top=max([2.0, *speedups]) * 2.5)  # room for the labels
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     ax.set_ylabel("speedup over eager (log scale)")
     ax.set_title(f"torchcx.bench: {results.machine['cpu']}, {results.machine['torch_threads']} threads", fontsize=10)

@@ -82,7 +82,7 @@ class ModeResult:
     speedup: float | None = None  # eager's time over this mode's
     max_rel_err: float | None = None
     compile_s: float | None = None
-    inductor_cache: str | None = None  # "warm", "cold", "partial (h hits, m misses)", "bypassed"
+    inductor_cache: str | None = None  # "warm", "cold", "h hit, m miss" or "bypassed"
     graph_breaks: int | None = None
     fraction_of_bound: float | None = None
     warnings: list[str] = field(default_factory=list)
@@ -178,7 +178,7 @@ def _inductor_cache_state(counters: dict[str, int]) -> str | None:
         return "warm"
     if misses and not hits:
         return "cold"
-    return f"partial ({hits} hits, {misses} misses)"
+    return f"{hits} hit, {misses} miss"
 
 
 def _start(

@@ -144,7 +144,10 @@ def build(scale: str, device: torch.device) -> Problem:
         # each layer's activations are written forward and read twice backward.
         bytes=7 * 8 * 3 * width * (width + 2) + 3 * 3 * 8 * batch * width,
         flops=3 * 3 * 8 * batch * width * width,
-        tolerance=1e-4,
+        # Adam's first step is lr * g / (|g| + eps): for gradient components near
+        # eps (1e-8), float32 rounding differences in g become update differences
+        # of up to lr (1e-3) times a fraction of the largest parameter.
+        tolerance=1e-3,
         observe=_observe,
         jax=_jax_case,
     )
