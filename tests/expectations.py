@@ -64,6 +64,16 @@ TOLERANCE: dict[str | tuple[str, torch.dtype], tuple[float, float, str]] = {
     # -- reductions --
     # -- indexing, views, creation --
     # -- linalg and fft --
+    **{
+        (name, torch.complex64): (
+            1.3e-6,
+            atol,
+            "PyTorch's own OpInfo precision for this op (precisionOverride): the real-arithmetic FFT "
+            "(config.fft_path='real') and the vendor FFT are each ~1e-7 (relative L2) from complex128, but "
+            "compared with each other elementwise, outputs of magnitude ~50 differ by up to ~4e-5",
+        )
+        for name, atol in (("fft.hfft", 1e-4), ("fft.hfft2", 2e-4), ("fft.hfftn", 2e-4))
+    },
     ("addbmm", torch.complex64): (
         1.2e-3,
         1e-5,

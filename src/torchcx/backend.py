@@ -45,8 +45,8 @@ from torch.utils._pytree import tree_flatten, tree_map
 from . import _layout, config
 from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .ops import dispatch, resolve
-from .ops._registry import EXTERN_OPS, describe_args
-from .ops.extern import call_extern
+from .ops._registry import describe_args
+from .ops.extern import _op_from_name, call_extern
 from .tensor import ComplexTensor, RealView
 
 __all__ = ["compile", "torchcx_backend", "CompileReport", "GraphReport"]
@@ -210,6 +210,7 @@ def _lower_and_compile(
             lowering.output_slot[i] for i in visible if lowering.output_slot.get(i) is not None
         ]
     report.real_graph = real_gm
+    report.externs = _extern_calls(real_gm, report.fallbacks)
     report.complex_nodes_after = [
         f"{n.name}: {n.target}" for n in real_gm.graph.nodes if _has_complex(n.meta.get("val"))
     ]
@@ -442,8 +443,6 @@ class _Lowering:
             return target(*args, **kwargs)
         args = _complex_scalars_as_tensors(target, args)
         name = str(target)
-        if target.overloadpacket in EXTERN_OPS:
-            self.report.externs.append(name)
         try:
             impl = resolve(target)
             if isinstance(impl, functools.partial) and impl.func.__name__ == "_not_implemented":
@@ -477,6 +476,16 @@ class _Lowering:
         if dtype is not None:
             return f"{what}: written by the kernel as {_layout.describe(dtype)} (no copy)"
         return what
+
+
+def _extern_calls(gm: fx.GraphModule, fallbacks: list[str]) -> list[str]:
+    """The aten ops the real graph calls as extern kernels, fallbacks apart.
+
+    Read from the graph rather than from the op tables: an op such as the FFT
+    may run as an extern kernel or in real arithmetic (Note [FFT path selection]).
+    """
+    calls = [str(_op_from_name(n.args[0])) for n in gm.graph.nodes if n.target is torch.ops.torchcx.extern.default]
+    return [name for name in calls if name not in fallbacks]
 
 
 def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:

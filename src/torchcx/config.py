@@ -15,6 +15,13 @@ strict: bool = False
 #: Emit vectorized bitcasts in Inductor's CPU kernels (Note [Vectorized bitcasts]).
 vectorized_bitcast: bool = True
 
+#: How torch.fft transforms (and stft/istft) are computed (Note [FFT path selection]):
+#: ``"auto"`` picks per device, dtype and size by the rule measured in
+#: benchmarks/fft_paths.py; ``"vendor"`` always calls the vendor FFT (pocketfft/MKL,
+#: cuFFT) as an extern kernel; ``"real"`` always uses the FFT in real arithmetic
+#: (Note [FFT in real arithmetic]), which Inductor fuses with its neighbours.
+fft_path: str = "auto"
+
 _DEFAULTS = {
     name: value
     for name, value in vars(sys.modules[__name__]).items()

@@ -14,34 +14,134 @@ a transform over a list of dims with a normalization mode:
   ``REAL_TO_COMPLEX_OPS``);
 * ``_fft_c2r(x, dim, normalization, last_dim_size)``: half-spectrum to real.
 
-Today the primitives run as the vendor FFT (pocketfft or MKL on CPU, cuFFT on
-GPU) through the extern kernel (Note [Extern kernels]): zero-copy on
-interleaved inputs, computed in complex64 for float16/bfloat16 parts. An FFT
-in real arithmetic (DFT-as-GEMM for small sizes, Cooley-Tukey / four-step for
-large ones, on the planar parts so that Inductor fuses it and low-precision
-parts work) is the other path; it will register these three ops with an
-implementation that chooses between the paths by size, dtype and device,
-and keep ``vendor_fft`` as the fallback.
+Gradients need nothing here: autograd (eager, or AOTAutograd before the
+lowering) differentiates the primitives with PyTorch's own formulas, which
+are again these primitives plus padding and slicing.
+
+Each primitive runs on one of two paths:
+
+* **vendor**: the vendor FFT (pocketfft or MKL on CPU, cuFFT on GPU) through
+  the extern kernel (Note [Extern kernels]) on interleaved data. In a
+  compiled graph the producer's kernel writes the interleaved words and the
+  consumer's kernel reads them (Note [Interleaved layouts]), so the FFT costs
+  the vendor call alone; a graph input or output crosses without any copy
+  (Note [Packed form]). Float16/bfloat16 parts are computed in complex64.
+* **real**: the FFT in real arithmetic on the planar parts (``fft_real``,
+  Note [FFT in real arithmetic]): real GEMMs and pointwise ops that Inductor
+  fuses with the neighbouring code, and the only path that computes
+  bfloat16 parts with bfloat16 GEMM units.
+
+Note [FFT path selection]
+-------------------------
+``torchcx.config.fft_path`` chooses: ``"vendor"``, ``"real"``, or ``"auto"``
+(the default), which applies ``prefer_real`` to the device, the part dtype and
+the transform: the rule derived from benchmarks/fft_paths.py, whose committed
+results are benchmarks/results/fft_paths_cpu.json (docs/fft.md has the tables
+and the reasoning). The setting is read when a graph is compiled.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
+from torch import Tensor
 
-from ._registry import REAL_TO_COMPLEX_OPS
-from .extern import call_extern, register_extern
+from .. import config
+from ..tensor import ComplexTensor, RealView
+from . import fft_real
+from ._common import to_complex
+from ._registry import EXTERN_OPS, REAL_TO_COMPLEX_OPS, register
+from .extern import call_extern
 
 aten = torch.ops.aten
 
 #: The FFT primitives torch.fft, stft and istft reach under dispatch.
 FFT_PRIMITIVES = (aten._fft_c2c.default, aten._fft_r2c.default, aten._fft_c2r.default)
 
-register_extern(*FFT_PRIMITIVES)
+PATHS = ("auto", "vendor", "real")
+
+# They may run as extern kernels (explain lists the calls a graph actually makes).
+EXTERN_OPS.update(op.overloadpacket for op in FFT_PRIMITIVES)
 REAL_TO_COMPLEX_OPS.add(aten._fft_r2c)
 
 
 def vendor_fft(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     """One of ``FFT_PRIMITIVES`` by the vendor FFT (the extern kernel), on ComplexTensors."""
     return call_extern(op, args, kwargs)
+
+
+# -- choosing the path -------------------------------------------------------------------------
+
+
+def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch: int) -> bool:
+    """Whether the real-arithmetic FFT is faster (Note [FFT path selection]).
+
+    ``sizes`` are the transform's lengths, ``batch`` the number of transforms.
+    """
+    del device, part, sizes, batch  # until benchmarks/fft_paths.py has measured: the vendor FFT
+    return False
+
+
+def use_real_path(device: torch.device, part: torch.dtype, sizes: list[int], batch: int) -> bool:
+    """The path ``config.fft_path`` selects for one transform."""
+    setting = config.fft_path
+    if setting not in PATHS:
+        raise ValueError(f"torchcx.config.fft_path must be one of {PATHS}, got {setting!r}")
+    if setting != "auto":
+        return setting == "real"
+    return prefer_real(device, part, sizes, batch)
+
+
+def _dims(x: Tensor, dim: list[int]) -> list[int]:
+    return [d % x.dim() for d in dim] if x.dim() else []
+
+
+def _batch(shape: torch.Size, dims: list[int]) -> int:
+    return math.prod(s for i, s in enumerate(shape) if i not in dims)
+
+
+# -- the primitives ----------------------------------------------------------------------------
+
+
+@register(aten._fft_c2c.default)
+def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
+    x = to_complex(x)
+    dims = _dims(x, dim)
+    part = x.component_dtype
+    sizes = [x.shape[d] for d in dims]
+    if not dims or not use_real_path(x.device, part, sizes, _batch(x.shape, dims)):
+        return vendor_fft(aten._fft_c2c.default, x, dim, normalization, forward)
+    plan = fft_real.plan_for(part, x.device)
+    re, im = fft_real.c2c(x.re.to(plan.compute), x.im.to(plan.compute), dims, normalization, forward, plan)
+    return ComplexTensor(re.to(part), im.to(part))
+
+
+@register(aten._fft_r2c.default)
+def fft_r2c_impl(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
+    if isinstance(x, ComplexTensor):
+        raise RuntimeError(f"_fft_r2c expects a real input tensor, but got {x.dtype}")
+    if isinstance(x, RealView):
+        x = x.materialize()
+    dims = _dims(x, dim)
+    part = x.dtype
+    sizes = [x.shape[d] for d in dims]
+    if not dims or not use_real_path(x.device, part, sizes, _batch(x.shape, dims)):
+        return vendor_fft(aten._fft_r2c.default, x, dim, normalization, onesided)
+    plan = fft_real.plan_for(part, x.device)
+    re, im = fft_real.r2c(x.to(plan.compute), dims, normalization, onesided, plan)
+    return ComplexTensor(re.to(part), im.to(part))
+
+
+@register(aten._fft_c2r.default)
+def fft_c2r_impl(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
+    x = to_complex(x)
+    dims = _dims(x, dim)
+    part = x.component_dtype
+    sizes = [x.shape[d] for d in dims[:-1]] + [last_dim_size]
+    if not dims or not use_real_path(x.device, part, sizes, _batch(x.shape, dims)):
+        return vendor_fft(aten._fft_c2r.default, x, dim, normalization, last_dim_size)
+    plan = fft_real.plan_for(part, x.device)
+    out = fft_real.c2r(x.re.to(plan.compute), x.im.to(plan.compute), dims, normalization, last_dim_size, plan)
+    return out.to(part)
