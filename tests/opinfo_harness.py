@@ -270,6 +270,8 @@ def _first_line(e: BaseException, n: int = 1) -> str:
 #: (suite, dtype) -> family -> [passed, total]
 COVERAGE: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
 FAILURES: dict[tuple[str, str], list[str]] = defaultdict(list)
+#: One entry per recorded (suite, op, dtype), for the conformance JSON (see ``write_results``).
+RESULTS: list[dict[str, Any]] = []
 
 
 def record(suite: str, op: OpInfo, dtype: torch.dtype, passed: bool, why: str = "") -> None:
@@ -279,6 +281,52 @@ def record(suite: str, op: OpInfo, dtype: torch.dtype, passed: bool, why: str = 
     fam[0] += int(passed)
     if not passed:
         FAILURES[key].append(f"{op_id(op)}: {why}")
+    RESULTS.append(
+        {
+            "suite": suite,
+            "op": op_id(op),
+            "dtype": key[1],
+            "family": family(op),
+            "status": _status(suite, op, dtype, passed),
+            "detail": why,
+        }
+    )
+
+
+def _status(suite: str, op: OpInfo, dtype: torch.dtype, passed: bool) -> str:
+    """ "pass", "fail", or "xfail"/"skip" when expectations.py lists the op with a reason."""
+    from expectations import lookup
+
+    if passed:
+        return "pass"
+    exp = lookup(suite.split("-")[0], op_id(op), dtype)  # "compiled-real-only" is judged as "compiled"
+    return "skip" if exp.skip else "xfail" if exp.xfail else "fail"
+
+
+#: Set to a path to have the OpInfo suites write every per-op result there as JSON
+#: (``tools/gen_supported_ops.py`` turns it into docs/supported-ops.md).
+CONFORMANCE_JSON_ENV = "TORCHCX_CONFORMANCE_JSON"
+
+
+def write_results(path: str, *, merge: bool = False) -> None:
+    """Write ``RESULTS`` to ``path`` as JSON, sorted so that reruns diff cleanly.
+
+    With ``merge``, results already in ``path`` are kept unless this run has
+    one for the same (suite, op, dtype): a run of one suite, or of a few ops
+    (``-k``), updates its rows only.
+    """
+    import json
+    import os
+
+    rows = {(r["suite"], r["op"], r["dtype"]): r for r in RESULTS}
+    if merge and os.path.exists(path):
+        with open(path) as f:
+            for r in json.load(f)["results"]:
+                rows.setdefault((r["suite"], r["op"], r["dtype"]), r)
+    rows = [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[2], k[1]))]
+    with open(path, "w") as f:
+        json.dump({"torch": torch.__version__, "results": rows}, f, indent=1)
+        f.write("\n")
 
 
 def coverage_report() -> str:
