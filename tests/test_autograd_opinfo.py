@@ -16,7 +16,8 @@ Gradients are compared only where the forward matches (an op whose forward is
 a known failure in ``expectations.py`` is skipped with that reason), so the
 coverage summary reads "gradient parity among the ops that pass forward".
 Tolerances and known failures are data in ``expectations.py`` (suites
-``autograd-eager`` and ``autograd-compiled``).
+``autograd-eager`` and ``autograd-compiled``; gradient tolerances in
+``AUTOGRAD_TOLERANCE``).
 
 CI runs every sample in eager mode and the first sample of every op compiled
 (one forward and one backward compilation each). The full compiled set:
@@ -39,17 +40,13 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 import torchcx
 from compile_harness import record_inductor_graphs
 from expectations import lookup, lookup_autograd
-from opinfo_harness import assert_same, complex_ops, op_id, record, to_native
+from opinfo_harness import Outcome, assert_same, complex_ops, op_id, record, to_native
 from torchcx import ComplexTensor
 from torchcx.explain import _capture
 
 FULL = os.environ.get("TORCHCX_OPINFO_FULL") == "1"
 DTYPE = torch.complex64
 OPS = [op for op in complex_ops() if op.supports_autograd and DTYPE in op.supported_backward_dtypes("cpu")]
-
-#: How a test differentiates a sample: (function of the differentiable tensors,
-#: those tensors, cotangents of its outputs) -> (outputs, gradients).
-Differentiate = Callable[[Callable[..., Any], list[torch.Tensor], Callable[[Sequence[Any]], list[Any]]], Any]
 
 
 class Sample:
@@ -159,10 +156,11 @@ class Compiled:
         return outputs, grads
 
 
-class Outcome:
+class GradientOutcome(Outcome):
+    """``Outcome``, and whether the first failure was already the forward's (outputs differ)."""
+
     def __init__(self) -> None:
-        self.samples = 0
-        self.failure: str | None = None
+        super().__init__()
         self.forward_failure: str | None = None
 
 
@@ -173,12 +171,12 @@ def compare_gradients(
     rtol: float | None,
     atol: float | None,
     max_samples: int | None,
-) -> Outcome:
+) -> GradientOutcome:
     """Differentiate every sample natively and with ``run``, and compare outputs and gradients.
 
     A sample whose native forward or backward raises must raise through torchcx too.
     """
-    outcome = Outcome()
+    outcome = GradientOutcome()
     samples = (s for s in op.sample_inputs("cpu", DTYPE, requires_grad=True) if Sample(op, s).diff)
     for i, raw in enumerate(samples):
         if max_samples is not None and i >= max_samples:
