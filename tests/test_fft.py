@@ -210,6 +210,20 @@ def test_istft_outside_complex_mode_returns_complex_tensor(request: pytest.Fixtu
     assert isinstance(back, ComplexTensor)
 
 
+def test_istft_gradient_compiled() -> None:
+    # The backward of istft without centering computes _fft_r2c of an unfold (an
+    # overlapping view): the extern kernel must not be handed it as it is (extern.py, _not_overlapping).
+    x = rand(3, 10, 6)
+    kwargs = {"n_fft": 10, "center": False}
+    cotangent = torch.randn(3, 20, generator=torch.Generator().manual_seed(1))
+    leaf = x.clone().requires_grad_()
+    (expected,) = torch.autograd.grad(torch.istft(leaf, **kwargs), leaf, cotangent)
+    leaf = x.clone().requires_grad_()
+    out = torchcx.compile(lambda t: torch.istft(t, **kwargs))(leaf)
+    (got,) = torch.autograd.grad(out, leaf, cotangent)
+    torch.testing.assert_close(got, expected)
+
+
 def test_stft_istft_round_trip_real_signal() -> None:
     x = torch.randn(80)
     window = torch.hann_window(20)

@@ -128,7 +128,7 @@ def encode(args: Any, kwargs: dict[str, Any]) -> tuple[str, list[Tensor], list[A
             tensors.append(_layout.packed(x, dtype))
             return {"tensor": len(tensors) - 1, "complex": str(dtype)}
         if isinstance(x, Tensor):
-            tensors.append(x.materialize() if isinstance(x, RealView) else x)
+            tensors.append(x.materialize() if isinstance(x, RealView) else _not_overlapping(x))
             return {"tensor": len(tensors) - 1}
         if isinstance(x, torch.SymInt):
             ints.append(x)
@@ -147,6 +147,27 @@ def encode(args: Any, kwargs: dict[str, Any]) -> tuple[str, list[Tensor], list[A
 
     spec = {"args": [enc(a) for a in args], "kwargs": {k: enc(v) for k, v in sorted(kwargs.items())}}
     return json.dumps(spec, sort_keys=True), tensors, ints
+
+
+def _not_overlapping(t: Tensor) -> Tensor:
+    """``t``, or a contiguous copy if its elements share memory (``unfold``, ``expand``).
+
+    Inductor materializes a custom op's input in the strides the trace saw; for
+    an overlapping view it would compute the view's producer into overlapping
+    memory, elements overwriting each other (istft's backward gave wrong
+    gradients: ``_fft_r2c`` of an ``unfold``). The native kernel reads the same
+    values from a copy.
+    """
+    from torch.fx.experimental.symbolic_shapes import is_concrete_int
+
+    if not all(is_concrete_int(v) for v in (*t.shape, *t.stride())) or t.numel() == 0:
+        return t  # symbolic: no guard is added here
+    reach = 0
+    for stride, size in sorted((int(s), int(n)) for s, n in zip(t.stride(), t.shape) if n != 1):
+        if stride <= reach:
+            return t.contiguous()
+        reach += stride * (size - 1)
+    return t
 
 
 def _float(v: float) -> Any:
