@@ -47,6 +47,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 from .. import config
 from ..tensor import ComplexTensor, RealView
@@ -84,11 +85,19 @@ def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch
     return False
 
 
-def use_real_path(device: torch.device, part: torch.dtype, sizes: list[int], batch: int) -> bool:
-    """The path ``config.fft_path`` selects for one transform."""
+def use_real_path(device: torch.device, part: torch.dtype, sizes: list[Any], batch: Any) -> bool:
+    """The path ``config.fft_path`` selects for one transform.
+
+    A transform length that is symbolic (a graph compiled with dynamic shapes)
+    takes the vendor path whatever the setting: the real path's constants and
+    factorization are built for one length. Symbolic batch sizes are fine.
+    """
     setting = config.fft_path
     if setting not in PATHS:
         raise ValueError(f"torchcx.config.fft_path must be one of {PATHS}, got {setting!r}")
+    if not all(is_concrete_int(s) for s in sizes):
+        return False
+    sizes = [int(s) for s in sizes]
     if setting != "auto":
         return setting == "real"
     return prefer_real(device, part, sizes, batch)

@@ -259,9 +259,7 @@ def _gemm(a: Tensor, b: Tensor, plan: Plan) -> Tensor:
     return out.reshape(*lead, b.shape[-1]).to(plan.compute)
 
 
-def _direct(
-    xr: Tensor, xi: Tensor | None, n: int, sign: int, scale: float, real_out: bool, plan: Plan
-) -> Parts:
+def _direct(xr: Tensor, xi: Tensor | None, n: int, sign: int, scale: float, real_out: bool, plan: Plan) -> Parts:
     """DFT_n over the last axis as one real GEMM (``xi`` None: a real input)."""
     b = _lifted(_dft_matrix(n, sign, scale, xi is None, real_out, plan.gemm, xr.device), xr)
     a = xr if xi is None else torch.cat([xr, xi], -1)
@@ -293,7 +291,7 @@ def transform(
     ``xi`` None is a real input; ``real_out`` computes only the real part of the
     result (returned with None). Parts come and go in ``plan.compute``.
     """
-    n = xr.shape[-1]
+    n = int(xr.shape[-1])  # static (fft.py takes the vendor path for symbolic lengths)
     if n == 1:
         if real_out:
             return xr * scale, None
@@ -321,7 +319,7 @@ def transform(
 
 def _bluestein(xr: Tensor, xi: Tensor | None, sign: int, scale: float, real_out: bool, plan: Plan) -> Parts:
     """The length-n DFT as a circular convolution with a chirp (Note [FFT in real arithmetic])."""
-    n = xr.shape[-1]
+    n = int(xr.shape[-1])
     length = _smooth_at_least(2 * n - 1)
     cr, ci = (_lifted(c, xr) for c in _chirp(n, sign, plan.compute, xr.device))
     ar, ai = _mul(xr, xi, cr, ci)
@@ -385,10 +383,12 @@ def _back(dim: int, t: Tensor) -> Tensor:
     return t.movedim(-1, dim)
 
 
-def c2c(xr: Tensor, xi: Tensor, dims: list[int], normalization: int, forward: bool, plan: Plan) -> tuple[Tensor, Tensor]:
+def c2c(
+    xr: Tensor, xi: Tensor, dims: list[int], normalization: int, forward: bool, plan: Plan
+) -> tuple[Tensor, Tensor]:
     """``aten._fft_c2c`` on planar parts in ``plan.compute``."""
     sign = -1 if forward else 1
-    scale = _norm_scale(normalization, math.prod(xr.shape[d] for d in dims))
+    scale = _norm_scale(normalization, math.prod(int(xr.shape[d]) for d in dims))
     for i, d in enumerate(reversed(dims)):  # the last dim first: no transpose for it
         yr, yi = transform(_along(d, xr), _along(d, xi), sign, scale if i == 0 else 1.0, plan)
         assert yi is not None
@@ -398,9 +398,9 @@ def c2c(xr: Tensor, xi: Tensor, dims: list[int], normalization: int, forward: bo
 
 def r2c(x: Tensor, dims: list[int], normalization: int, onesided: bool, plan: Plan) -> tuple[Tensor, Tensor]:
     """``aten._fft_r2c`` on a real tensor in ``plan.compute``: the half spectrum along ``dims[-1]`` if ``onesided``."""
-    scale = _norm_scale(normalization, math.prod(x.shape[d] for d in dims))
+    scale = _norm_scale(normalization, math.prod(int(x.shape[d]) for d in dims))
     last = dims[-1]
-    n = x.shape[last]
+    n = int(x.shape[last])
     yr, yi = transform(_along(last, x), None, -1, scale, plan)
     assert yi is not None
     if onesided:
@@ -413,7 +413,8 @@ def r2c(x: Tensor, dims: list[int], normalization: int, onesided: bool, plan: Pl
 
 def c2r(xr: Tensor, xi: Tensor, dims: list[int], normalization: int, last_dim_size: int, plan: Plan) -> Tensor:
     """``aten._fft_c2r`` on planar parts in ``plan.compute``: a real result of ``last_dim_size`` along ``dims[-1]``."""
-    sizes = [xr.shape[d] for d in dims[:-1]]
+    sizes = [int(xr.shape[d]) for d in dims[:-1]]
+    last_dim_size = int(last_dim_size)
     scale = _norm_scale(normalization, math.prod(sizes) * last_dim_size)
     if len(dims) > 1:
         xr, xi = c2c(xr, xi, list(dims[:-1]), 0, False, plan)
