@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from torchcx.bench import Options, modes, report, run
+from torchcx.bench import Options, Results, modes, report, run
 from torchcx.bench.workloads import WORKLOADS, Problem, Workload
 
 STATUSES = {"ok", "wrong", "error", "skipped"}
@@ -105,4 +105,7 @@ def test_failing_and_wrong_modes_are_reported(monkeypatch: pytest.MonkeyPatch) -
         assert (failed.status, failed.message, failed.ms) == ("error", "RuntimeError: boom", None)
         assert wrong.status == "wrong" and wrong.max_rel_err == pytest.approx(0.5) and wrong.ms is not None
     assert any("torchcx wrong" in gap for gap in results.gaps())
-    assert "error: RuntimeError: boom" in report.text_table(results)
+    table = report.text_table(results)
+    assert "error: RuntimeError: boom" in table
+    # --render: the JSON holds everything the table needs
+    assert report.text_table(Results.from_dict(json.loads(json.dumps(report.as_json(results))))) == table

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
 
 from . import report
 from .modes import MODES
-from .runner import Options, run
+from .runner import Options, Results, run
 from .workloads import WORKLOADS
 
 
@@ -29,14 +30,29 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--modes", type=_names, default=list(MODES), help=f"comma-separated, of: {', '.join(MODES)}")
     parser.add_argument("--device", default="cpu", help="torch device (JAX uses its backend for the same kind)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's); 1 also for JAX")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads, and cores the process may use (JAX's too); default: torch's threads, all cores",
+    )
     parser.add_argument("--rounds", type=int, default=None, help="timed samples per mode (default 21, quick 7)")
     parser.add_argument("--out", default="bench-results", help="directory for results.{json,md,txt} and speedups.png")
+    parser.add_argument(
+        "--render", metavar="JSON", help="run nothing: write the table and chart of a results.json again, to --out"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        with open(args.render) as f:
+            results = Results.from_dict(json.load(f))
+        print(report.text_table(results))
+        for kind, path in report.write(results, args.out).items():
+            print(f"{kind}: {path}")
+        return 0
     options = Options(
         workloads=args.workloads,
         modes=args.modes,

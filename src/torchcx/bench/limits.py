@@ -83,6 +83,10 @@ def describe_machine(device: torch.device) -> dict[str, Any]:
         "cores": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "torch_threads": torch.get_num_threads(),
+        # the cores this process may run on (``--threads`` confines it; JAX uses them all)
+        "cores_used": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        # other processes' load makes timings noisy: record it with them
+        "load_average_1min": load_average(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -92,6 +96,13 @@ def describe_machine(device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _cpu_model() -> str:

@@ -49,9 +49,13 @@ def _modes(results: Results) -> list[str]:
 def machine_line(results: Results) -> str:
     m = results.machine
     memory = f", {m['memory_gib']} GiB" if m.get("memory_gib") else ""
+    load = ""
+    if m.get("load_average_1min") is not None:
+        load = f"; load average {m['load_average_1min']} at the start, {m.get('load_average_1min_end')} at the end"
     line = (
-        f"{m['cpu']}, {m['cores']} cores{memory}, {m['torch_threads']} torch threads; "
-        f"torch {m['torch']}, jax {m['jax'] or 'not installed'}, Python {m['python']}, device {m['device']}"
+        f"{m['cpu']}, {m['cores']} cores{memory}, {m['cores_used']} used, {m['torch_threads']} torch threads; "
+        f"torch {m['torch']}, jax {m['jax'] or 'not installed'}, "
+        f"Python {m['python']}, device {m['device']}{load}"
     )
     if m.get("gpu"):
         line += f" ({m['gpu']})"
@@ -173,7 +177,10 @@ def chart(results: Results, path: str) -> str | None:
     ax.set_ylim(bottom=low, top=max([2.0, *speedups]) * 2.5)  # room for the labels
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     ax.set_ylabel("speedup over eager (log scale)")
-    ax.set_title(f"torchcx.bench: {results.machine['cpu']}, {results.machine['torch_threads']} threads", fontsize=10)
+    m = results.machine
+    threads = f"{m['torch_threads']} torch thread{'s' if m['torch_threads'] != 1 else ''}"
+    load = f", load average {m['load_average_1min']}" if m.get("load_average_1min") is not None else ""
+    ax.set_title(f"torchcx.bench: {m['cpu']}, {m['cores']} cores, {threads}{load}", fontsize=10)
     ax.legend(fontsize=8, ncols=len(modes))
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()

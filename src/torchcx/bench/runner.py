@@ -119,6 +119,23 @@ class Results:
                 del m["first_calls_s"]
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Results:
+        """The results ``as_dict`` (or a results.json) holds, to render them again."""
+
+        def number(x: Any) -> Any:  # results.json writes inf and nan as strings
+            return float(x) if isinstance(x, str) and x in ("inf", "-inf", "nan") else x
+
+        workloads = []
+        for w in data["workloads"]:
+            fields = {k: v for k, v in w.items() if k != "modes"}
+            mode_results = {
+                name: ModeResult(**{k: number(v) for k, v in m.items() if k in ModeResult.__dataclass_fields__})
+                for name, m in w["modes"].items()
+            }
+            workloads.append(WorkloadResult(**fields, modes=mode_results))
+        return cls(data["machine"], data["limits"], data["options"], workloads, data["wall_s"])
+
     def gaps(self) -> list[str]:
         """Where torchcx is slower than eager or JAX, or not ok, in words."""
         out = []
@@ -240,10 +257,10 @@ def _time_interleaved(instances: dict[str, Instance], results: dict[str, ModeRes
                     results[mode].samples_ms.append((time.perf_counter() - start) / inner[mode] * 1e3)
                 except Exception as e:
                     results[mode].status, results[mode].message = "error", describe_error(e)
-    for result in results.values():
+    for mode, result in results.items():
         if result.status != "error" and result.samples_ms:
             result.ms = statistics.median(result.samples_ms)
-            if result.first_calls_s and result is not results.get(EAGER):
+            if mode in COMPILED:  # Note [Benchmark methodology], step 3
                 result.compile_s = sum(max(0.0, t - result.ms / 1e3) for t in result.first_calls_s)
         else:
             result.samples_ms = []
@@ -323,14 +340,20 @@ def _describe_time(mode: str, r: ModeResult) -> str:
 
 
 def set_threads(threads: int | None) -> None:
-    """Use ``threads`` threads in torch and, when it is 1, in JAX (XLA's CPU client has no other count)."""
+    """Run torch with ``threads`` threads and confine the process to that many cores.
+
+    XLA's CPU client sizes its thread pool by the machine's cores and has no
+    setting for it, so the process (every thread of it, and those it starts
+    later) is confined to the first ``threads`` cores it may use: then every
+    mode, JAX included, computes on the same cores.
+    """
     if threads is None:
         return
     torch.set_num_threads(threads)
-    if threads == 1:
-        # read when JAX starts its CPU client: must precede the first JAX import
-        flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))[:threads]
+        for task in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(task), cpus)
 
 
 def run(options: Options, log: Log = print) -> Results:
@@ -360,6 +383,7 @@ def run(options: Options, log: Log = print) -> Results:
         log(f"[{i + 1}/{len(options.workloads)}] {name}: {workload.title}")
         workloads.append(run_workload(workload, options, device, machine_limits, log))
     torch._dynamo.reset()
+    machine["load_average_1min_end"] = limits_module.load_average()
     return Results(
         machine=machine,
         limits=machine_limits.as_dict() if machine_limits else None,
