@@ -24,7 +24,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="Complex workloads timed eager, with torch.compile, torchcx, PyTorch's in-tree complex "
         "wrapper and JAX, checked against eager; writes a table, JSON and a chart.",
     )
-    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer rounds (about two minutes)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer gates and steps, fewer rounds")
     parser.add_argument(
         "--workloads", type=_names, default=list(WORKLOADS), help=f"comma-separated, of: {', '.join(WORKLOADS)}"
     )
