@@ -46,6 +46,10 @@ def _modes(results: Results) -> list[str]:
     return [m for m in MODES if m in present]
 
 
+def _threads(n: int) -> str:
+    return f"{n} torch thread{'s' if n != 1 else ''}"
+
+
 def machine_line(results: Results) -> str:
     m = results.machine
     memory = f", {m['memory_gib']} GiB" if m.get("memory_gib") else ""
@@ -53,7 +57,7 @@ def machine_line(results: Results) -> str:
     if m.get("load_average_1min") is not None:
         load = f"; load average {m['load_average_1min']} at the start, {m.get('load_average_1min_end')} at the end"
     line = (
-        f"{m['cpu']}, {m['cores']} cores{memory}, {m['cores_used']} used, {m['torch_threads']} torch threads; "
+        f"{m['cpu']}, {m['cores']} cores ({m['cores_used']} used){memory}, {_threads(m['torch_threads'])}; "
         f"torch {m['torch']}, jax {m['jax'] or 'not installed'}, "
         f"Python {m['python']}, device {m['device']}{load}"
     )
@@ -178,9 +182,8 @@ def chart(results: Results, path: str) -> str | None:
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     ax.set_ylabel("speedup over eager (log scale)")
     m = results.machine
-    threads = f"{m['torch_threads']} torch thread{'s' if m['torch_threads'] != 1 else ''}"
     load = f", load average {m['load_average_1min']}" if m.get("load_average_1min") is not None else ""
-    ax.set_title(f"torchcx.bench: {m['cpu']}, {m['cores']} cores, {threads}{load}", fontsize=10)
+    ax.set_title(f"torchcx.bench: {m['cpu']}, {m['cores']} cores, {_threads(m['torch_threads'])}{load}", fontsize=10)
     ax.legend(fontsize=8, ncols=len(modes))
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
