@@ -7,7 +7,16 @@ decomposed into real ops that Inductor can fuse. See README.md.
 from . import config, ops  # noqa: F401  (fills the op tables)
 from .backend import _register_backend, compile, torchcx_backend
 from .explain import ExplainReport, explain
-from .tensor import COMPONENT_DTYPES, ComplexTensor, RealView, complex, complex_dtype_of, component_dtype_of
+from .tensor import (
+    COMPONENT_DTYPES,
+    ComplexTensor,
+    RealView,
+    as_complex_tensor,
+    complex,
+    complex32_parts,
+    complex_dtype_of,
+    component_dtype_of,
+)
 
 __version__ = "0.1.0"
 
@@ -16,7 +25,9 @@ __all__ = [
     "ComplexTensor",
     "ExplainReport",
     "RealView",
+    "as_complex_tensor",
     "complex",
+    "complex32_parts",
     "compile",
     "complex_dtype_of",
     "component_dtype_of",

@@ -132,7 +132,22 @@ def _complex_space_decompositions() -> dict[Any, Callable[..., Any]]:
     from torch._inductor.decomposition import select_decomp_table
 
     replaced = {getattr(torch.ops.aten, name) for name in _REPLACED_DECOMPOSITIONS}
-    return {op: fn for op, fn in select_decomp_table().items() if getattr(op, "overloadpacket", None) not in replaced}
+    table = {op: fn for op, fn in select_decomp_table().items() if getattr(op, "overloadpacket", None) not in replaced}
+    table[torch.ops.aten.view_as_complex.default] = _view_as_complex_of_bfloat16
+    return table
+
+
+def _view_as_complex_of_bfloat16(x: Tensor) -> Any:
+    """``view_as_complex`` of a bfloat16 pair: a ComplexTensor of its two halves.
+
+    Torch has no complex dtype with bfloat16 parts, so the native op raises,
+    yet autograd calls it: the backward of ``view_as_real`` (which ``.real``,
+    ``.imag`` and ``view_as_real`` of a ComplexTensor with bfloat16 parts
+    record) is ``view_as_complex(grad)``. Other dtypes keep the native op.
+    """
+    if x.dtype != torch.bfloat16:
+        return NotImplemented
+    return ComplexTensor(x.select(-1, 0), x.select(-1, 1))
 
 
 class _Backend:

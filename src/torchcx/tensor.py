@@ -31,6 +31,15 @@ parts to float32; ``with_component_dtype(torch.bfloat16)`` makes bfloat16 parts.
 Arithmetic on float16/bfloat16 parts is computed in float32 and rounded once
 per op, as PyTorch does for float16/bfloat16 real tensors.
 
+A dtype *named* in code is read the same way where the code means "the dtype
+of this tensor": ``.to(z.dtype)``, ``zeros_like(z, dtype=z.dtype)``,
+``z.new_zeros(n, dtype=z.dtype)`` and ``sum(dtype=z.dtype)`` keep bfloat16
+parts, and so does every ``complex32`` a PyTorch decomposition names while it
+computes an op whose complex inputs all have bfloat16 parts (its type
+promotion converts to complex64 and back to ``self.dtype``:
+``complex32_parts``). Elsewhere ``torch.complex32`` means float16 parts, as in
+PyTorch: ``torch.zeros(n, dtype=z.dtype)`` has float16 parts whatever z's are.
+
 Note [view_as_real of a planar tensor]
 --------------------------------------
 ``torch.view_as_real`` must return a real ``[..., 2]`` tensor that *aliases*
@@ -45,6 +54,9 @@ values (a stacked copy), as a read of a view would.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -54,8 +66,10 @@ from torch.multiprocessing.reductions import StorageWeakRef
 __all__ = [
     "ComplexTensor",
     "RealView",
+    "as_complex_tensor",
     "complex",
     "complex_dtype_of",
+    "complex32_parts",
     "component_dtype_of",
     "COMPONENT_DTYPES",
 ]
@@ -89,12 +103,37 @@ def complex_dtype_of(component: torch.dtype) -> torch.dtype:
         raise TypeError(f"torchcx: complex parts must be one of {list(_COMPLEX_OF)}, got {component}") from None
 
 
+#: What ``torch.complex32`` names: float16 parts, except inside ``complex32_parts(torch.bfloat16)``.
+_COMPLEX32_PARTS: ContextVar[torch.dtype] = ContextVar("torchcx_complex32_parts", default=torch.float16)
+
+
 def component_dtype_of(dtype: torch.dtype) -> torch.dtype:
-    """The part dtype of a native complex dtype (complex64 -> float32)."""
+    """The part dtype of a native complex dtype (complex64 -> float32).
+
+    ``torch.complex32`` gives float16, or bfloat16 inside ``complex32_parts(torch.bfloat16)``.
+    """
+    if dtype == torch.complex32:
+        return _COMPLEX32_PARTS.get()
     try:
         return _COMPONENT_OF[dtype]
     except KeyError:
         raise TypeError(f"torchcx: {dtype} is not a complex dtype") from None
+
+
+@contextlib.contextmanager
+def complex32_parts(part: torch.dtype) -> Iterator[None]:
+    """Within the block, a ``torch.complex32`` dtype argument means parts of ``part`` (float16 or bfloat16).
+
+    For code written against torch dtypes that names ``x.dtype`` for an ``x``
+    with bfloat16 parts (which reports complex32): see Note [dtype of a ComplexTensor].
+    """
+    if part not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"torchcx: complex32 has float16 or bfloat16 parts, not {part}")
+    token = _COMPLEX32_PARTS.set(part)
+    try:
+        yield
+    finally:
+        _COMPLEX32_PARTS.reset(token)
 
 
 def _is_fake_like(t: Tensor) -> bool:
@@ -277,7 +316,10 @@ class ComplexTensor(_PlanarBase):
                     "call to_interleaved(torch.complex64) (or complex32) to convert"
                 )
             dtype = _COMPLEX_OF[self.re.dtype]
-        part_dtype = component_dtype_of(dtype)
+        if not dtype.is_complex:
+            raise TypeError(f"torchcx.to_interleaved: expected a complex dtype, got {dtype}")
+        # the parts of the native dtype's memory (complex32: float16, never complex32_parts' bfloat16)
+        part_dtype = _COMPONENT_OF[dtype]
         if part_dtype == self.re.dtype:
             pair = _interleaved_pair(self.re, self.im)
             if pair is not None and _viewable_as_complex(pair):
@@ -434,6 +476,42 @@ def complex(re: Tensor, im: Tensor) -> ComplexTensor:  # noqa: A001 (mirrors tor
     if torch.is_grad_enabled() and (re.requires_grad or im.requires_grad):
         return _Complex.apply(re, im)
     return ComplexTensor(re, im)
+
+
+def as_complex_tensor(x: Tensor, component_dtype: torch.dtype | None = None) -> ComplexTensor:
+    """``x`` as a ComplexTensor, with parts of ``component_dtype`` if given.
+
+    The one-call conversion into the planar form, e.g. of complex64 or
+    complex32 data into bfloat16 parts: ``as_complex_tensor(t, torch.bfloat16)``.
+    Nothing is copied where nothing needs converting: a ComplexTensor with
+    those parts is returned as it is, and a native complex tensor whose parts
+    already have that dtype (complex64 and float32, complex32 and float16) is
+    wrapped, its parts aliasing its memory (``from_interleaved``). Otherwise
+    the parts are converted (new memory). A real tensor gets a zero imaginary
+    part. Differentiable, like ``x.to(dtype)``.
+
+    Back to a native tensor: ``z.to_interleaved(torch.complex64)`` (or complex32).
+    """
+    if isinstance(x, RealView) or not isinstance(x, Tensor):
+        raise TypeError(f"torchcx.as_complex_tensor: expected a tensor, got {_describe(x)}")
+    if component_dtype is not None:
+        complex_dtype_of(component_dtype)  # validates
+    if isinstance(x, ComplexTensor):
+        z = x
+    elif x.is_complex():
+        # t.real and t.imag are views of t, so torchcx.complex of them aliases t like
+        # from_interleaved does, and also carries gradients back to t.
+        z = (
+            complex(x.real, x.imag)
+            if torch.is_grad_enabled() and x.requires_grad
+            else ComplexTensor.from_interleaved(x)
+        )
+    else:
+        complex_dtype_of(x.dtype)  # a real tensor of a part dtype
+        z = complex(x, torch.zeros_like(x))
+    if component_dtype is None or component_dtype == z.component_dtype:
+        return z
+    return z.with_component_dtype(component_dtype)
 
 
 class _Complex(torch.autograd.Function):

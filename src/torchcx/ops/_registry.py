@@ -35,9 +35,9 @@ import torch
 from torch import Tensor
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_leaves, tree_map
 
-from ..tensor import ComplexTensor, RealView
+from ..tensor import ComplexTensor, RealView, complex32_parts
 
 aten = torch.ops.aten
 
@@ -285,10 +285,35 @@ def _decomposition(func: OpOverload) -> Impl | None:
         return None
     decomposition = _core_decompositions().get(func)
     if decomposition is not None:
-        return decomposition
+        return _in_own_parts(decomposition)
     if func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
-        return func.decompose
+        return _in_own_parts(func.decompose)
     return None
+
+
+def _in_own_parts(decomposition: Impl) -> Impl:
+    """Run a PyTorch decomposition so that the ``complex32`` it names means its inputs' parts.
+
+    Decompositions name ``self.dtype`` (type promotion computes in complex64
+    and converts back to it; factories take it), and a ComplexTensor with
+    bfloat16 parts reports complex32, which would mean float16 parts. When the
+    complex inputs all have one low-precision part dtype, that is what
+    complex32 means inside (Note [dtype of a ComplexTensor]). For bfloat16
+    parts the decomposition also runs under ``ComplexMode``: a complex value
+    it makes from a real one (``convert_element_type(x, complex32)``) must be
+    a ComplexTensor, since a native complex32 tensor has float16 parts.
+    """
+
+    @functools.wraps(decomposition)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        parts = {x.component_dtype for x in tree_leaves((args, kwargs)) if isinstance(x, ComplexTensor)}
+        if len(parts) != 1 or not parts <= {torch.float16, torch.bfloat16}:
+            return decomposition(*args, **kwargs)
+        part = parts.pop()
+        with complex32_parts(part), ComplexMode() if part == torch.bfloat16 else contextlib.nullcontext():
+            return decomposition(*args, **kwargs)
+
+    return run
 
 
 # -- routing native ops ------------------------------------------------------------------
@@ -316,11 +341,18 @@ class ComplexMode(TorchDispatchMode):
     Inside this mode even ops on native complex tensors, and factories asked for
     a complex dtype (``torch.zeros(3, dtype=torch.cfloat)``), are decomposed;
     their complex results are ComplexTensors, also those of ops on real inputs
-    listed in ``REAL_TO_COMPLEX_OPS`` (``torch.fft.rfft``). Real ops run as usual.
+    listed in ``REAL_TO_COMPLEX_OPS`` (``torch.fft.rfft``), and
+    ``view_as_complex`` of a bfloat16 pair: the complex view with bfloat16
+    parts, which torch has no dtype for (natively it raises; istft and
+    rotary-embedding code reach it). Real ops run as usual.
     """
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
         kwargs = kwargs or {}
-        if touches_complex(args, kwargs) or func.overloadpacket in REAL_TO_COMPLEX_OPS:
+        if touches_complex(args, kwargs) or func.overloadpacket in REAL_TO_COMPLEX_OPS or _bfloat16_pair(func, args):
             return dispatch(func, args, kwargs)
         return func(*args, **kwargs)
+
+
+def _bfloat16_pair(func: OpOverload, args: tuple[Any, ...]) -> bool:
+    return func is aten.view_as_complex.default and args[0].dtype == torch.bfloat16

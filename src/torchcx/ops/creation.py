@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 
-from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
+from ..tensor import ComplexTensor, RealView, component_dtype_of
 from ._common import parts, partwise, register
 from ._registry import REAL_TO_COMPLEX_OPS
 
@@ -20,10 +20,15 @@ aten = torch.ops.aten
 
 
 def _part_dtype(dtype: torch.dtype | None, like: Tensor | None = None) -> torch.dtype:
-    """The part dtype for a requested (complex) dtype; defaults to ``like``'s parts."""
+    """The part dtype for a requested (complex) dtype; defaults to ``like``'s parts.
+
+    ``like``'s own dtype means ``like``'s parts: ``zeros_like(z, dtype=z.dtype)``
+    of bfloat16 parts has bfloat16 parts, although z.dtype is complex32
+    (Note [dtype of a ComplexTensor]).
+    """
+    if isinstance(like, ComplexTensor) and (dtype is None or dtype == like.dtype):
+        return like.component_dtype
     if dtype is None:
-        if isinstance(like, ComplexTensor):
-            return like.component_dtype
         return component_dtype_of(torch.complex64 if torch.get_default_dtype() == torch.float32 else torch.complex128)
     return component_dtype_of(dtype)
 
@@ -79,8 +84,12 @@ def scalar_tensor_impl(value: Any, **kwargs: Any) -> ComplexTensor:
 @register(aten.empty_strided)
 def empty_strided_impl(size: Any, stride: Any, **kwargs: Any) -> ComplexTensor:
     dtype, kw = _factory_kwargs(kwargs)
+    return _empty_strided(size, stride, dtype, kw)
+
+
+def _empty_strided(size: Any, stride: Any, part: torch.dtype, kw: dict[str, Any]) -> ComplexTensor:
     return ComplexTensor(
-        torch.empty_strided(size, stride, dtype=dtype, **kw), torch.empty_strided(size, stride, dtype=dtype, **kw)
+        torch.empty_strided(size, stride, dtype=part, **kw), torch.empty_strided(size, stride, dtype=part, **kw)
     )
 
 
@@ -102,8 +111,7 @@ def _like(x: Tensor, kwargs: dict[str, Any]) -> tuple[torch.dtype, dict[str, Any
     memory_format = kw.pop("memory_format", None)
     if memory_format is not None and memory_format != torch.preserve_format:
         kw["memory_format"] = memory_format
-    part = x.component_dtype if dtype is None and isinstance(x, ComplexTensor) else _part_dtype(dtype, x)
-    return part, kw
+    return _part_dtype(dtype, x), kw
 
 
 def _real_like(op: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor | None:
@@ -165,8 +173,7 @@ def new_empty_strided_impl(x: Tensor, size: Any, stride: Any, **kwargs: Any) -> 
     dtype = kw.pop("dtype", None)
     if dtype is not None and not dtype.is_complex:
         return torch.empty_strided(size, stride, dtype=dtype, **kw)
-    part = x.component_dtype if dtype is None else component_dtype_of(dtype)
-    return empty_strided_impl(size, stride, dtype=complex_dtype_of(part), **kw)
+    return _empty_strided(size, stride, _part_dtype(dtype, x), kw)
 
 
 def _new(x: Tensor, size: Any, fill: Any, kwargs: dict[str, Any]) -> Tensor:
@@ -174,7 +181,7 @@ def _new(x: Tensor, size: Any, fill: Any, kwargs: dict[str, Any]) -> Tensor:
     device = kwargs.get("device") or x.device
     if dtype is not None and not dtype.is_complex:
         return torch.full(size, fill, dtype=dtype, device=device)
-    part = x.component_dtype if dtype is None else component_dtype_of(dtype)
+    part = _part_dtype(dtype, x)
     fr, fi = _split_fill(fill)
     return ComplexTensor(
         torch.full(size, fr, dtype=part, device=device), torch.full(size, fi, dtype=part, device=device)
@@ -185,10 +192,16 @@ def _new(x: Tensor, size: Any, fill: Any, kwargs: dict[str, Any]) -> Tensor:
 def randn_impl(size: Any, **kwargs: Any) -> ComplexTensor:
     # torch's complex randn: each part is N(0, 1/2), so that E|z|^2 = 1.
     dtype, kw = _factory_kwargs(kwargs)
+    return _randn(size, dtype, kw)
+
+
+def _randn(size: Any, part: torch.dtype, kw: dict[str, Any]) -> ComplexTensor:
+    # (takes the part dtype: bfloat16 parts have no complex dtype of their own to pass to randn)
+    kw = dict(kw)
     generator = kw.pop("generator", None)
     scale = 0.5**0.5
-    re = torch.randn(size, dtype=dtype, generator=generator, **kw) * scale
-    im = torch.randn(size, dtype=dtype, generator=generator, **kw) * scale
+    re = torch.randn(size, dtype=part, generator=generator, **kw) * scale
+    im = torch.randn(size, dtype=part, generator=generator, **kw) * scale
     return ComplexTensor(re, im)
 
 
@@ -197,9 +210,9 @@ def randn_like_impl(x: Tensor, **kwargs: Any) -> Tensor:
     real = _real_like(aten.randn_like.default, x, **kwargs)
     if real is not None:
         return real
-    dtype, kw = _like(x, kwargs)
+    part, kw = _like(x, kwargs)
     kw.pop("memory_format", None)
-    return randn_impl(x.shape, dtype=complex_dtype_of(dtype), **kw)
+    return _randn(x.shape, part, kw)
 
 
 @register(aten.rand_like)
