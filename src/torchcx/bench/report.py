@@ -7,7 +7,7 @@ import math
 import os
 from typing import Any
 
-from .modes import EAGER, MODES
+from .modes import EAGER, MODES, TORCHCX
 from .runner import ModeResult, Results, WorkloadResult
 
 
@@ -120,17 +120,21 @@ def markdown(results: Results) -> str:
                 cells.append(r.status)
             else:
                 cells.append(_speedup(r) + (" (wrong)" if r.status == "wrong" else ""))
-        cx = w.modes.get("torchcx")
+        cx = w.modes.get(TORCHCX)
         cells += [_bound(w), _fraction(cx) if cx else "-"]
         lines.append(_md_row(cells))
     lines += [
         "",
-        _md_row(["workload", "mode", "ms", "vs eager", "max rel err", "compile s", "% of bound", "status"]),
-        _md_row(["---", "---", "---:", "---:", "---:", "---:", "---:", "---"]),
+        _md_row(
+            ["workload", "mode", "ms", "vs eager", "max rel err", "compile s", "Inductor cache", "% of bound", "status"]
+        ),
+        _md_row(["---", "---", "---:", "---:", "---:", "---:", "---", "---:", "---"]),
     ]
     for w in results.workloads:
         for mode, r in w.modes.items():
-            lines.append(_md_row([w.name, mode, _ms(r), _speedup(r), _err(r), _compile(r), _fraction(r), _status(r)]))
+            cache = r.inductor_cache or "-"
+            cells = [w.name, mode, _ms(r), _speedup(r), _err(r), _compile(r), cache, _fraction(r), _status(r)]
+            lines.append(_md_row(cells))
     return "\n".join(lines)
 
 

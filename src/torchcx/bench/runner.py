@@ -4,16 +4,17 @@ Note [Benchmark methodology]
 ----------------------------
 For each workload (``torch._dynamo.reset()`` between workloads):
 
-1. **Reference.** Eager runs first; its first call's observed values (outputs,
-   or loss and updated parameters of a training step) are the reference.
+1. **Reference.** Eager runs first; its first call's observed values (the
+   outputs, or what a training step changes: its loss, gradients or updated
+   parameters) are the reference.
 2. **Start and check.** Each other mode gets its own fresh arguments and makes
    its first call from the same state; that call compiles (Dynamo, AOTAutograd,
    Inductor or XLA) and its observed values are compared with eager's: the
    error of one value is ``max|got - eager| / max|eager|`` (relative to the
    value's scale, so entries near zero do not blow it up), a mode's error the
    largest over its values. Above the workload's tolerance the mode is
-   "wrong"; an exception anywhere makes it "error" with the message's first
-   line, and the run goes on without it.
+   "wrong" (and still timed); an exception anywhere makes it "error" with the
+   message's first line, and the run goes on without it.
 3. **Warm-up.** A few more calls per mode. Calls after the first may still
    compile (an optimizer step recompiles once its state exists), so a mode's
    compile time is the sum over its first call and warm-up calls of each
@@ -52,15 +53,17 @@ Log = Callable[[str], None]
 
 @dataclass
 class Options:
+    """What to run: workload and mode names, the scale of ``SCALES``, and how to time."""
+
     workloads: Sequence[str] = tuple(WORKLOADS)
     modes: Sequence[str] = MODES
     scale: str = "full"
     device: str = "cpu"
     threads: int | None = None
-    rounds: int = 21
-    warmup: int = 3
-    min_sample_s: float = 0.05
-    measure_limits: bool = True
+    rounds: int = 21  # timed samples per mode
+    warmup: int = 3  # calls after the first, before timing
+    min_sample_s: float = 0.05  # a sample repeats calls until it lasts this long
+    measure_limits: bool = True  # copy bandwidth and GEMM rate, for the roofline
 
     def check(self) -> None:
         unknown = [w for w in self.workloads if w not in WORKLOADS]
@@ -75,6 +78,8 @@ class Options:
 
 @dataclass
 class ModeResult:
+    """One mode on one workload."""
+
     status: str  # "ok", "wrong", "error" or "skipped"
     message: str = ""  # the error's first line, or why the mode was skipped
     ms: float | None = None
@@ -270,7 +275,12 @@ def run_workload(
     workload: Workload, options: Options, device: torch.device, machine_limits: limits_module.Limits | None, log: Log
 ) -> WorkloadResult:
     torch._dynamo.reset()
-    problem = workload.build(options.scale, device)
+    try:
+        problem = workload.build(options.scale, device)
+    except Exception as e:  # e.g. a device without bfloat16: this workload only is lost
+        log(f"  building the workload failed: {describe_error(e)}")
+        failed = ModeResult(status="error", message=describe_error(e))
+        return WorkloadResult(workload.name, workload.title, "", "", 0.0, 0.0, 0.0, None, None, {EAGER: failed})
     bound_ms, bound = machine_limits.bound_ms(problem.bytes, problem.flops) if machine_limits else (None, None)
     results: dict[str, ModeResult] = {}
     instances: dict[str, Instance] = {}
