@@ -56,14 +56,12 @@ def machine_line(results: Results) -> str:
     load = ""
     if m.get("load_average_1min") is not None:
         load = f"; load average {m['load_average_1min']} at the start, {m.get('load_average_1min_end')} at the end"
-    line = (
+    gpu = f" ({m['gpu']})" if m.get("gpu") else ""
+    return (
         f"{m['cpu']}, {m['cores']} cores ({m['cores_used']} used){memory}, {_threads(m['torch_threads'])}; "
         f"torch {m['torch']}, jax {m['jax'] or 'not installed'}, "
-        f"Python {m['python']}, device {m['device']}{load}"
+        f"Python {m['python']}, device {m['device']}{gpu}{load}"
     )
-    if m.get("gpu"):
-        line += f" ({m['gpu']})"
-    return line
 
 
 def limits_line(results: Results) -> str:
