@@ -55,7 +55,6 @@ class JaxCase:
     args: tuple[Any, ...]
     observe: Callable[[Any], list[Any]] = leaves_of
     advance: Callable[[tuple[Any, ...], Any], tuple[Any, ...]] | None = None
-    static_argnums: tuple[int, ...] = ()
 
 
 @dataclass
