@@ -163,6 +163,18 @@ def test_constants_are_real_tensors_after_compiling() -> None:
     torch.testing.assert_close(eager.to_interleaved(), torch.fft.fft(x), rtol=1e-5, atol=1e-5)
 
 
+def test_result_strides_are_the_vendor_ffts() -> None:
+    # Graphs (stft's backward) and users view the result as the vendor FFT's strides allow.
+    x = signal(3, 51, 10, dtype=torch.complex64).transpose(0, 2)
+    for fn in (lambda t: torch.fft.fft(t, dim=0), lambda t: torch.fft.fft2(t), lambda t: torch.fft.ihfft(t.real)):
+        with torchcx.ops.ComplexMode():
+            got = fn(x.clone())
+        assert got.stride() == fn(x).stride()
+    y = signal(1, 51, 10, dtype=torch.complex64)
+    spectrum = torch.fft.fft(ComplexTensor.from_interleaved(y.clone())).view(1, 510)
+    torch.testing.assert_close(spectrum.to_interleaved(), torch.fft.fft(y).view(1, 510), rtol=1e-5, atol=1e-5)
+
+
 def test_symbolic_batch_and_length() -> None:
     def f(t: torch.Tensor) -> torch.Tensor:
         return torch.fft.fft(t) * 2

@@ -42,6 +42,7 @@ and the reasoning). The setting is read when a graph is compiled.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -52,7 +53,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 from .. import config
 from ..tensor import ComplexTensor, RealView
 from . import fft_real
-from ._common import to_complex
+from ._common import opmath, to_complex
 from ._registry import EXTERN_OPS, REAL_TO_COMPLEX_OPS, register
 from .extern import call_extern
 
@@ -114,6 +115,53 @@ def _batch(shape: torch.Size, dims: list[int]) -> int:
 # -- the primitives ----------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)
+def _eager_strides(
+    op: torch._ops.OpOverload,
+    shape: tuple[int, ...],
+    stride: tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+    args: tuple[Any, ...],
+) -> tuple[int, ...]:
+    """The strides of the vendor FFT's result (its meta kernel, on a fake input like ours).
+
+    The real path's parts must have them: the graph AOTAutograd traced took
+    them from the same meta kernel and may ``view`` the result accordingly
+    (stft's backward views its (1, 51, 10) spectrum as (1, 510)), and in eager
+    mode a user may too.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), FakeTensorMode():
+        return tuple(op(torch.empty_strided(shape, stride, dtype=dtype, device=device), *args).stride())
+
+
+def _like_vendor(
+    op: torch._ops.OpOverload, x: Tensor, dtype: torch.dtype, args: tuple[Any, ...], *parts: Tensor
+) -> Any:
+    """``parts`` with the strides of the vendor FFT's result (dense: a permutation of contiguous)."""
+    sizes = (*x.shape, *x.stride())
+    if not all(is_concrete_int(v) for v in sizes):
+        strides = None  # symbolic batch sizes: contiguous
+    else:
+        shape, stride = tuple(int(v) for v in x.shape), tuple(int(v) for v in x.stride())
+        # (the layout does not depend on the dtype: avoid complex32's "experimental" warning)
+        dtype = torch.complex64 if dtype == torch.complex32 else opmath(dtype)
+        strides = _eager_strides(op, shape, stride, dtype, x.device, tuple(args))
+    out = []
+    for t in parts:
+        if strides is None:
+            t = t.contiguous()
+        elif t.stride() != strides:
+            # outermost dim first; a permutation of the dims makes them contiguous
+            order = sorted(range(t.dim()), key=lambda d: (-strides[d], d))
+            t = t.permute(order).contiguous().permute([order.index(d) for d in range(t.dim())])
+        out.append(t)
+    return out if len(out) > 1 else out[0]
+
+
 @register(aten._fft_c2c.default)
 def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
     x = to_complex(x)
@@ -124,7 +172,8 @@ def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -
         return vendor_fft(aten._fft_c2c.default, x, dim, normalization, forward)
     plan = fft_real.plan_for(part, x.device)
     re, im = fft_real.c2c(x.re.to(plan.compute), x.im.to(plan.compute), dims, normalization, forward, plan)
-    return ComplexTensor(re.to(part), im.to(part))
+    args = (tuple(dims), normalization, forward)
+    return ComplexTensor(*_like_vendor(aten._fft_c2c.default, x, x.dtype, args, re.to(part), im.to(part)))
 
 
 @register(aten._fft_r2c.default)
@@ -140,7 +189,8 @@ def fft_r2c_impl(x: Tensor, dim: list[int], normalization: int, onesided: bool) 
         return vendor_fft(aten._fft_r2c.default, x, dim, normalization, onesided)
     plan = fft_real.plan_for(part, x.device)
     re, im = fft_real.r2c(x.to(plan.compute), dims, normalization, onesided, plan)
-    return ComplexTensor(re.to(part), im.to(part))
+    args = (tuple(dims), normalization, onesided)
+    return ComplexTensor(*_like_vendor(aten._fft_r2c.default, x, part, args, re.to(part), im.to(part)))
 
 
 @register(aten._fft_c2r.default)
@@ -153,4 +203,5 @@ def fft_c2r_impl(x: Tensor, dim: list[int], normalization: int, last_dim_size: i
         return vendor_fft(aten._fft_c2r.default, x, dim, normalization, last_dim_size)
     plan = fft_real.plan_for(part, x.device)
     out = fft_real.c2r(x.re.to(plan.compute), x.im.to(plan.compute), dims, normalization, last_dim_size, plan)
-    return out.to(part)
+    args = (tuple(dims), normalization, int(last_dim_size))
+    return _like_vendor(aten._fft_c2r.default, x, x.dtype, args, out.to(part))

@@ -321,6 +321,10 @@ def _bluestein(xr: Tensor, xi: Tensor | None, sign: int, scale: float, real_out:
     """The length-n DFT as a circular convolution with a chirp (Note [FFT in real arithmetic])."""
     n = int(xr.shape[-1])
     length = _smooth_at_least(2 * n - 1)
+    # Its two transforms of length L >= 2n round more often than a direct transform:
+    # with bfloat16 GEMM operands the error grew to 5x the vendor FFT's (docs/fft.md),
+    # so they take float32 operands (a length without small factors is rare, and slow anyway).
+    plan = Plan(plan.compute, plan.compute, plan.max_direct)
     cr, ci = (_lifted(c, xr) for c in _chirp(n, sign, plan.compute, xr.device))
     ar, ai = _mul(xr, xi, cr, ci)
     assert ai is not None
