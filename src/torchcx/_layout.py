@@ -27,12 +27,20 @@ A ComplexTensor that the lowering unpacks from a boundary or extern-kernel
 tensor remembers that tensor; packing it again returns it instead of
 computing a copy. So an extern kernel (the vendor FFT, LAPACK) reading a graph
 input, or writing a graph output, costs no pass beyond eager's. Only values in
-the lowering's functional graphs carry it: any op makes a new ComplexTensor.
+the lowering's functional graphs carry it: any op makes a new ComplexTensor,
+with two exceptions. A ComplexTensor made of the very parts unpacked from a
+tensor (an op that returns parts it was given, such as the product of
+``complex_matmul``'s "native" strategy) remembers it too; and so does a view
+op's result when the tensor is in int64/int32 words, as the same view of the
+words (they have the complex tensor's shape, so any view op applies to them
+unchanged): a batched matmul's ``expand`` or ``view`` of a graph input reaches
+the vendor GEMM without a copy.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -105,13 +113,37 @@ def unpack_remembering(t: Tensor, dtype: torch.dtype) -> ComplexTensor:
     re, im = unpack(t, dtype)
     out = ComplexTensor(re, im)
     out._packed = (t, dtype)
+    re._packed_with = (im, t, dtype)  # a ComplexTensor of these very parts remembers t too
     return out
+
+
+def remembered(x: ComplexTensor) -> tuple[Tensor, torch.dtype] | None:
+    """(packed tensor, complex dtype) that ``x`` was unpacked from, if any (Note [Packed form])."""
+    found = getattr(x, "_packed", None)
+    if found is not None:
+        return found
+    pair = getattr(x.re, "_packed_with", None)
+    if pair is not None and pair[0] is x.im:
+        return pair[1], pair[2]
+    return None
+
+
+def remember_view(op: Any, x: ComplexTensor, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+    """Give ``out = op(x, *args[1:], **kwargs)``, a view op's result, the same view of ``x``'s words."""
+    found = remembered(x)
+    if found is None or not uses_words(found[1]):
+        return
+    words = op(found[0], *args[1:], **kwargs)
+    outs, all_words = (out, words) if isinstance(out, (list, tuple)) else ([out], [words])
+    for o, w in zip(outs, all_words):
+        if isinstance(o, ComplexTensor) and isinstance(w, Tensor):
+            o._packed = (w, found[1])
 
 
 def packed(x: ComplexTensor, dtype: torch.dtype) -> Tensor:
     """``x`` in the layout of complex ``dtype``: its remembered packed form if it has one."""
-    remembered = getattr(x, "_packed", None)
-    if remembered is not None and remembered[1] == dtype:
-        return remembered[0]
+    found = remembered(x)
+    if found is not None and found[1] == dtype:
+        return found[0]
     part = component_dtype_of(dtype)
     return pack(x.re.to(part), x.im.to(part), dtype)

@@ -15,6 +15,13 @@ strict: bool = False
 #: Emit vectorized bitcasts in Inductor's CPU kernels (Note [Vectorized bitcasts]).
 vectorized_bitcast: bool = True
 
+#: How complex matrix products (mm, bmm, matmul, einsum, linear, ...) are computed
+#: (Note [Complex GEMM strategies]): ``"auto"`` picks per device, dtype and shape by
+#: the rule measured in benchmarks/gemm_strategies.py (Note [GEMM strategy rule]);
+#: ``"4m"``, ``"3m"``, ``"block"`` or ``"native"`` forces one ("native", the vendor's
+#: complex GEMM, exists for float32/float64 parts only: others keep the rule's choice).
+matmul_strategy: str = "auto"
+
 #: How torch.fft transforms (and stft/istft) are computed (Note [FFT path selection]):
 #: ``"auto"`` picks per device, dtype and size by the rule measured in
 #: benchmarks/fft_paths.py; ``"vendor"`` always calls the vendor FFT (pocketfft/MKL,

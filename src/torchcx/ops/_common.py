@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 from torch._ops import OpOverload, OpOverloadPacket
 
+from .. import _layout
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
 from ._registry import register
 
@@ -335,6 +336,8 @@ def make_partwise(op: OpOverload, values: Sequence[str] = ()) -> Callable[..., A
     """
 
     value_names = VALUE_SCALAR_ARGS | frozenset(values)
+    returns = op._schema.returns
+    is_view = bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         re_args: list[Any] = []
@@ -348,7 +351,10 @@ def make_partwise(op: OpOverload, values: Sequence[str] = ()) -> Callable[..., A
             else:
                 re_args.append(r)
                 im_args.append(i)
-        return pair_results(op(*re_args, **re_kwargs), op(*im_args, **im_kwargs))
+        out = pair_results(op(*re_args, **re_kwargs), op(*im_args, **im_kwargs))
+        if is_view and args and isinstance(args[0], ComplexTensor):
+            _layout.remember_view(op, args[0], args, kwargs, out)  # Note [Packed form]
+        return out
 
     name = op.overloadpacket.__name__.lstrip("_") + "_impl"
     impl.__name__ = impl.__qualname__ = name

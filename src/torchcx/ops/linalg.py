@@ -5,29 +5,51 @@ Note [Complex GEMM strategies]
 Every product-shaped op here (mm, bmm, mv, dot, vdot, addmm, baddbmm, addbmm,
 addmv, addr, convolution, cross) is bilinear, so its complex product is a
 combination of *real* products of the parts. ``complex_bilinear`` is the one
-place that decides how; the GEMM-shaped ops reach it through
-``complex_matmul``. ``strategy`` names the decomposition:
+place that decides how for any bilinear function; the GEMM-shaped ops reach
+it through ``complex_matmul``, which adds the strategies that need a GEMM's
+shape. ``strategy`` names the decomposition of C = AB:
 
-* ``"4m"`` (the default): (Ar + iAi)(Br + iBi) = (ArBr - AiBi) + i(ArBi + AiBr).
+* ``"4m"``: (Ar + iAi)(Br + iBi) = (ArBr - AiBi) + i(ArBi + AiBr).
   Four real products, each as accurate as a real product. Each part is read
   by two of them, so ``complex_matmul`` fixes a layout BLAS cannot read
   (stride-2 parts of an interleaved tensor, a neg bit) once per part.
 * ``"3m"`` (Gauss): T1 = ArBr, T2 = AiBi, T3 = (Ar + Ai)(Br + Bi);
   re = T1 - T2, im = T3 - T1 - T2. A quarter fewer products for two operand
   additions, but im is computed by cancellation: its error is relative to
-  |A||B|, not to |im| (ATen's own complex convolution uses it).
+  (|Ar| + |Ai|)(|Br| + |Bi|), not to |im|, so it is large where |ArBi + AiBr|
+  is much smaller than that (badly scaled parts, nearly real or nearly
+  imaginary products). docs/linalg.md has the measured error table.
+* ``"block"``: one real GEMM on a block matrix,
+  [[Ar, -Ai], [Ai, Ar]] @ [Br; Bi] = [Cr; Ci], or, when B is the smaller
+  operand, [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Cr, Ci]. The same flops as 4M in
+  one call on contiguous operands (building the block is one pass, which
+  Inductor fuses into the kernel that unpacks or computes the operands), and
+  for float16/bfloat16 parts each output part is accumulated in float32 and
+  rounded once.
+* ``"native"``: the vendor's complex GEMM (MKL/cuBLAS cgemm, zgemm) on
+  interleaved data, as an extern kernel (Note [Extern kernels]): in a
+  compiled graph a graph input crosses into it without a copy and the
+  unpacking of its result fuses into the next kernel. Only for float32 and
+  float64 parts; elsewhere the rule's choice among the others is used.
 
 A real operand has no imaginary part: two real products, whatever the
-strategy, and a conjugated left operand (vdot) only flips signs in the
-combination.
+strategy ("block" stacks them into one GEMM: [Ar; Ai] @ Br, Ar @ [Br, Bi]),
+and a conjugated operand (vdot) only flips signs in the combination.
 
-Room for later strategies, all behind ``complex_matmul`` (the GEMM-shaped
-ops pass their real GEMM, so a strategy may replace it wholesale): ``"block"``,
-one real GEMM [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Cr, Ci] (one launch, and
-one rounding per output for float16/bfloat16 parts), and ``"native"``, the
-vendor's complex GEMM (cgemm/zgemm) on interleaved data as an extern kernel.
-Which is fastest depends on device, dtype and size: choose by measurement
-(``DEFAULT_GEMM_STRATEGY`` is the setting until then).
+Note [GEMM strategy rule]
+-------------------------
+``torchcx.config.matmul_strategy`` ("auto" by default) or a ``strategy``
+argument names a strategy for every product; "auto" asks ``gemm_strategy``,
+which decides per device, part dtype and shape (m x k @ k x n, batch b),
+from the measurements of benchmarks/gemm_strategies.py (results under
+benchmarks/results/, summary in docs/linalg.md):
+
+RULE_PLACEHOLDER
+
+Sizes are read from the shapes' hints when they are symbolic (a choice
+adds no guard; a size that crosses a threshold keeps its strategy).
+"3m" is never chosen: its error exceeds eager's by more than 4x on badly
+scaled inputs (docs/linalg.md), so it is only used when asked for.
 
 Float16/bfloat16 parts: the real products run in the part dtype (torch's
 CPU and CUDA GEMMs accumulate those in float32 and round once), their
@@ -36,7 +58,8 @@ once more. Against a complex64 product of the same inputs, each output part
 is then off by at most 2u(|A||B|)_ij, with u the unit roundoff of the part
 dtype (2^-8 bfloat16, 2^-11 float16): one rounding of each product and one
 of the sum, and |Ar||Br| + |Ai||Bi| <= |A||B| (tests/test_linalg.py checks
-3u). No vendor library has a complex GEMM for these parts at all.
+3u); "block" rounds once. No vendor library has a complex GEMM for these
+parts at all.
 
 Mixed real and complex operands follow torch: the GEMM ops (mm, bmm, mv, dot,
 addmm, ...) and cross require one dtype and raise otherwise, addr promotes.
@@ -46,23 +69,27 @@ real operand with a complex one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
+from torch._ops import OpOverload
 
-from ..tensor import ComplexTensor, RealView, component_dtype_of
+from .. import _layout, config
+from ..tensor import ComplexTensor, RealView, _is_fake_like, component_dtype_of
 from ._common import CType, ctype_of, opmath, partwise, result_ctype
 from ._registry import REAL_TO_COMPLEX_OPS, register
-from .extern import register_extern
+from .extern import call_extern, register_extern
 
 aten = torch.ops.aten
 
-GemmStrategy = Literal["4m", "3m"]
-
-#: The strategy of ``complex_matmul`` and ``complex_bilinear`` when none is given.
-DEFAULT_GEMM_STRATEGY: GemmStrategy = "4m"
+GemmStrategy = Literal["4m", "3m", "block", "native"]
+#: Every strategy, in the order of Note [Complex GEMM strategies].
+STRATEGIES: tuple[GemmStrategy, ...] = ("4m", "3m", "block", "native")
+#: Part dtypes with a vendor complex GEMM (cgemm, zgemm).
+NATIVE_PARTS = (torch.float32, torch.float64)
 
 #: A real bilinear function of two real tensors (a GEMM, a convolution, a cross product).
 RealBilinear = Callable[[Tensor, Tensor], Tensor]
@@ -90,10 +117,10 @@ def complex_bilinear(
     dtype: torch.dtype | None = None,
     conj_a: bool = False,
     conj_b: bool = False,
-    strategy: GemmStrategy | None = None,
+    strategy: Literal["4m", "3m"] = "4m",
     prepare: Callable[[Tensor], Tensor] | None = None,
 ) -> Parts:
-    """``f(a, b)`` for a real bilinear ``f``, by real products of the parts.
+    """``f(a, b)`` for a real bilinear ``f``, by real products of the parts ("4m" or "3m").
 
     ``a`` and ``b`` are ComplexTensors or real tensors, conjugated first if
     ``conj_a``/``conj_b`` (a sign in the combination, not a pass over the
@@ -105,7 +132,6 @@ def complex_bilinear(
     """
     if dtype is None:
         dtype = result_ctype(a, b).real
-    strategy = strategy or DEFAULT_GEMM_STRATEGY
     compute = opmath(dtype)
     ar, ai = _split(a, dtype)
     br, bi = _split(b, dtype)
@@ -134,9 +160,10 @@ def complex_bilinear(
         ai, bi = _signed(ai, sa), _signed(bi, sb)
         rr, ii = product(ar, br), product(ai, bi)
         # The operand sums are rounded to the part dtype, as the GEMM reads them.
+        # Hazard: im = T3 - rr - ii cancels; its error scales with |ar + ai||br + bi|.
         ss = product((ar.to(compute) + ai).to(dtype), (br.to(compute) + bi).to(dtype))
         return rr - ii, ss - rr - ii
-    raise ValueError(f"torchcx: unknown GEMM strategy {strategy!r}; expected one of {GemmStrategy.__args__}")
+    raise ValueError(f"torchcx: complex_bilinear takes strategy '4m' or '3m', not {strategy!r}")
 
 
 def _signed(x: Tensor, sign: int) -> Tensor:
@@ -147,16 +174,31 @@ def complex_matmul(
     a: Tensor,
     b: Tensor,
     *,
-    gemm: RealBilinear = torch.matmul,
+    gemm: OpOverload = aten.matmul.default,
     dtype: torch.dtype | None = None,
     conj_a: bool = False,
     strategy: GemmStrategy | None = None,
 ) -> Parts:
-    """The complex GEMM ``gemm(a, b)`` (``torch.mm``, ``torch.bmm``, ``torch.mv``, ...) on real GEMMs.
+    """The complex GEMM ``gemm(a, b)`` (``aten.mm``, ``aten.bmm``, ``aten.mv``, ...) on real GEMMs.
 
     Every op of the matmul family computes its product here, so that a
-    strategy (Note [Complex GEMM strategies]) applies to all of them.
+    strategy (Note [Complex GEMM strategies]) applies to all of them; without
+    ``strategy`` it is ``torchcx.config.matmul_strategy``, whose default
+    "auto" asks ``gemm_strategy`` (Note [GEMM strategy rule]). ``gemm``
+    contracts the last dim of ``a`` with the dim -2 of ``b`` (its only dim
+    if ``b`` is a vector), as matmul does. Returns (re, im) in the computation
+    dtype; im is None when both operands are real.
     """
+    if dtype is None:
+        dtype = result_ctype(a, b).real
+    both_complex = isinstance(a, ComplexTensor) and isinstance(b, ComplexTensor)
+    strategy = _choose(a, b, dtype, strategy if strategy is not None else config.matmul_strategy)
+    if strategy == "native" and both_complex:
+        return _native_product(gemm, a, b, dtype, conj_a)
+    if strategy == "block" and (a.dim() >= 2 or b.dim() >= 2):
+        return _block_product(gemm, a, b, dtype, conj_a)
+    if strategy in ("block", "native"):  # a product of vectors: "4m"
+        strategy = "4m"
     return complex_bilinear(gemm, a, b, dtype=dtype, conj_a=conj_a, strategy=strategy, prepare=_gemm_operand)
 
 
@@ -172,6 +214,152 @@ def _gemm_operand(t: Tensor) -> Tensor:
     if t.dim() >= 2 and not any(s == 1 or n == 1 for s, n in zip(t.stride()[-2:], t.shape[-2:])):
         t = t.contiguous()
     return t
+
+
+def _block_product(gemm: OpOverload, a: Tensor, b: Tensor, dtype: torch.dtype, conj_a: bool) -> Parts:
+    """One real GEMM on block operands (Note [Complex GEMM strategies], "block").
+
+    The block is made of the smaller operand (its parts are written twice);
+    a vector operand is always the stacked one. Rows of the result are the
+    rows of ``a`` (dim -2, or -1 when ``b`` is a vector), columns those of ``b``.
+    """
+    compute = opmath(dtype)
+    ar, ai = _split(a, dtype)
+    br, bi = _split(b, dtype)
+    ai = None if ai is None else _signed(ai, -1 if conj_a else 1)
+    rows = -2 if b.dim() >= 2 else -1  # the dim of the result that indexes rows of a
+    k_of_b = -2 if b.dim() >= 2 else -1  # the contracted dim of b
+    expand_a = b.dim() < 2 or (a.dim() >= 2 and a.numel() <= b.numel())
+
+    def halves(out: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+        half = out.shape[dim] // 2
+        return out.narrow(dim, 0, half).to(compute), out.narrow(dim, half, half).to(compute)
+
+    if ai is None:
+        # Ar @ [Br, Bi] = [ArBr, ArBi]; a vector b has no columns to stack: two products.
+        if b.dim() < 2:
+            return gemm(ar, br).to(compute), gemm(ar, bi).to(compute)
+        return halves(gemm(ar, torch.cat([br, bi], dim=-1)), -1)
+    if bi is None:
+        # [Ar; Ai] @ Br = [ArBr; AiBr]; a vector a has no rows to stack: two products.
+        if a.dim() < 2:
+            return gemm(ar, br).to(compute), gemm(ai, br).to(compute)
+        return halves(gemm(torch.cat([ar, ai], dim=-2), br), rows)
+    if expand_a:
+        # [[Ar, -Ai], [Ai, Ar]] @ [Br; Bi] = [ArBr - AiBi; AiBr + ArBi] = [Cr; Ci]
+        block = torch.cat([torch.cat([ar, -ai], dim=-1), torch.cat([ai, ar], dim=-1)], dim=-2)
+        return halves(gemm(block, torch.cat([br, bi], dim=k_of_b)), rows)
+    # [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [ArBr - AiBi, ArBi + AiBr] = [Cr, Ci]
+    block = torch.cat([torch.cat([br, bi], dim=-1), torch.cat([-bi, br], dim=-1)], dim=-2)
+    return halves(gemm(torch.cat([ar, ai], dim=-1), block), -1)
+
+
+def _native_product(gemm: OpOverload, a: ComplexTensor, b: ComplexTensor, dtype: torch.dtype, conj_a: bool) -> Parts:
+    """The vendor's complex GEMM on interleaved data, an extern kernel (Note [Extern kernels])."""
+    a = a.with_component_dtype(dtype)
+    b = b.with_component_dtype(dtype)
+    if conj_a:
+        a = ComplexTensor(a.re, -a.im)
+    out = call_extern(gemm, (a, b), {})
+    return out.re, out.im
+
+
+# -- the strategy rule -----------------------------------------------------------------------
+
+
+def _choose(a: Tensor, b: Tensor, dtype: torch.dtype, asked: str) -> GemmStrategy:
+    """The strategy for one product: ``asked`` if available here, else the rule's."""
+    if asked != "auto" and asked not in STRATEGIES:
+        raise ValueError(f"torchcx: unknown GEMM strategy {asked!r}; expected 'auto' or one of {', '.join(STRATEGIES)}")
+    if asked == "native" and dtype not in NATIVE_PARTS:
+        asked = "auto"  # no vendor complex GEMM for these parts
+    if asked != "auto":
+        return asked  # type: ignore[return-value]
+    return gemm_strategy(a, b, dtype)
+
+
+def _hint(n: int | torch.SymInt) -> int:
+    """A size as an int; a symbolic size by its hint (no guard, Note [GEMM strategy rule])."""
+    if isinstance(n, torch.SymInt):
+        hint = n.node.hint
+        return int(hint) if hint is not None else 1 << 16
+    return int(n)
+
+
+def gemm_dims(a: Tensor, b: Tensor) -> tuple[int, int, int, int]:
+    """(batch, m, k, n) of the product of ``a`` and ``b`` with matmul's broadcasting."""
+    m = _hint(a.shape[-2]) if a.dim() >= 2 else 1
+    k = _hint(a.shape[-1])
+    n = _hint(b.shape[-1]) if b.dim() >= 2 else 1
+    batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return math.prod(_hint(s) for s in batch_shape), m, k, n
+
+
+def _traced(*xs: Tensor) -> bool:
+    """Whether the operands are being traced into a graph (compiled) rather than computed (eager)."""
+    for x in xs:
+        part = x.re if isinstance(x, ComplexTensor) else x
+        if _is_fake_like(part):
+            return True
+    return False
+
+
+def gemm_strategy(a: Tensor, b: Tensor, dtype: torch.dtype, *, compiled: bool | None = None) -> GemmStrategy:
+    """The measured rule of Note [GEMM strategy rule] for ``a @ b`` with parts of ``dtype``.
+
+    ``compiled``: whether the product is traced into a compiled graph (default:
+    read off the operands).
+    """
+    if compiled is None:
+        compiled = _traced(a, b)
+    batch, m, k, n = gemm_dims(a, b)
+    size = batch * m * k * n
+    has_native = dtype in NATIVE_PARTS
+    if a.device.type != "cpu":
+        # Not measured yet: the vendor kernel eager uses where there is one.
+        return "native" if has_native else "4m"
+    # The block is made of the smaller operand; a vector b makes it of a.
+    vector = m == 1 or n == 1  # the block would copy the matrix for a vector's worth of output
+    small, large = sorted((_hint(a.numel()), _hint(b.numel())))
+    skinny = not vector and (8 * small <= large or k <= 16)  # the block copies little next to 4 products
+    if compiled and has_native:
+        if size < _NATIVE_MIN_SIZE:
+            return "block"
+        if skinny and not (_packed(a) and _packed(b)):
+            return "block"  # operands made in the graph: a real GEMM of the block beats cgemm here
+        return "native"
+    if not compiled and has_native and _interleaved(a) and _interleaved(b):
+        return "native"  # eager's own kernel on the operands' memory: no copy at all
+    if vector:
+        return "4m"
+    if skinny or size <= _SMALL_SIZE or (not compiled and not has_native):
+        return "block"
+    return "4m"
+
+
+#: b * m * k * n below which the extern call's fixed cost outweighs cgemm's speed (compiled).
+_NATIVE_MIN_SIZE = 1 << 17
+#: b * m * k * n up to which one GEMM call beats four (launch and dispatch costs).
+_SMALL_SIZE = 1 << 18
+
+
+def _packed(x: Tensor) -> bool:
+    """Whether the extern kernel reads ``x`` without a copy (a graph input or extern result, Note [Packed form])."""
+    return isinstance(x, ComplexTensor) and _layout.remembered(x) is not None
+
+
+def _interleaved(x: Tensor) -> bool:
+    """Whether ``x``'s parts are the halves of one interleaved buffer (a native complex tensor's memory)."""
+    if not isinstance(x, ComplexTensor):
+        return False
+    re, im = x.re, x.im
+    return (
+        not re.is_neg()
+        and not im.is_neg()
+        and re.stride() == im.stride()
+        and im.storage_offset() == re.storage_offset() + 1
+        and re.untyped_storage().data_ptr() == im.untyped_storage().data_ptr()
+    )
 
 
 # -- dtypes, scalars and results ---------------------------------------------------------------
@@ -255,32 +443,32 @@ def _add_scaled(
 @register(aten.mm.default)
 def mm_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("mm", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=torch.mm), ctype)
+    return _wrap(*complex_matmul(a, b, gemm=aten.mm.default), ctype)
 
 
 @register(aten.bmm.default)
 def bmm_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("bmm", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=torch.bmm), ctype)
+    return _wrap(*complex_matmul(a, b, gemm=aten.bmm.default), ctype)
 
 
 @register(aten.mv.default)
 def mv_impl(a: Tensor, v: Tensor) -> Tensor:
     ctype = _same_ctype("mv", a, v)
-    return _wrap(*complex_matmul(a, v, gemm=torch.mv), ctype)
+    return _wrap(*complex_matmul(a, v, gemm=aten.mv.default), ctype)
 
 
 @register(aten.dot.default)
 def dot_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("dot", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=torch.dot), ctype)
+    return _wrap(*complex_matmul(a, b, gemm=aten.dot.default), ctype)
 
 
 @register(aten.vdot.default)
 def vdot_impl(a: Tensor, b: Tensor) -> Tensor:
     # sum(conj(a) * b): the conjugation is a sign in the combination, not a pass over a.
     ctype = _same_ctype("vdot", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=torch.dot, conj_a=True), ctype)
+    return _wrap(*complex_matmul(a, b, gemm=aten.dot.default, conj_a=True), ctype)
 
 
 @register(aten.addmm.default)
@@ -291,7 +479,7 @@ def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any 
         # BLAS semantics, as torch's addmm: alpha = 0 does not read a and b (no nan from them).
         product = _zero_product(a.shape[0], b.shape[1], ctype, a.device)
     else:
-        product = complex_matmul(a, b, gemm=torch.mm)
+        product = complex_matmul(a, b, gemm=aten.mm.default)
     return _add_scaled("addmm", self, product, beta, alpha, ctype)
 
 
@@ -299,7 +487,7 @@ def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any 
 def baddbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("baddbmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
-    return _add_scaled("baddbmm", self, complex_matmul(a, b, gemm=torch.bmm), beta, alpha, ctype)
+    return _add_scaled("baddbmm", self, complex_matmul(a, b, gemm=aten.bmm.default), beta, alpha, ctype)
 
 
 @register(aten.addbmm.default)
@@ -310,14 +498,11 @@ def addbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any
     if alpha == 0:
         product = _zero_product(a.shape[1], b.shape[2], ctype, a.device)
     else:
-        product = complex_matmul(a, b, gemm=_sum_of_products)
+        # sum_i a[i] @ b[i] as one GEMM over the batch-extended contraction: [a_0 .. a_n] @ [b_0; ..; b_n].
+        n, m, k = a.shape
+        a_wide = a.transpose(0, 1).reshape(m, n * k)
+        product = complex_matmul(a_wide, b.reshape(n * k, b.shape[2]), gemm=aten.mm.default)
     return _add_scaled("addbmm", self, product, beta, alpha, ctype)
-
-
-def _sum_of_products(a: Tensor, b: Tensor) -> Tensor:
-    # sum_k a[k] @ b[k] as one GEMM over the batch-extended contraction: [a_0 .. a_n] @ [b_0; ..; b_n].
-    n, m, k = a.shape
-    return torch.mm(a.transpose(0, 1).reshape(m, n * k), b.reshape(n * k, b.shape[2]))
 
 
 def _check_addbmm_shapes(a: Tensor, b: Tensor) -> None:
@@ -340,7 +525,7 @@ def _zero_product(m: int, n: int, ctype: CType, device: torch.device) -> Parts:
 def addmv_impl(self: Tensor, a: Tensor, v: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addmv", self, a, v)
     _check_scalars(ctype, alpha, beta)
-    return _add_scaled("addmv", self, complex_matmul(a, v, gemm=torch.mv), beta, alpha, ctype)
+    return _add_scaled("addmv", self, complex_matmul(a, v, gemm=aten.mv.default), beta, alpha, ctype)
 
 
 @register(aten.addr.default)
