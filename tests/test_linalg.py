@@ -15,10 +15,16 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchcx
+from compile_harness import record_inductor_graphs
 from torchcx import ComplexTensor
+from torchcx.explain import _capture
+from torchcx.ops import linalg
 from torchcx.ops.linalg import complex_bilinear, complex_matmul
+
+aten = torch.ops.aten
 
 DTYPES = [torch.complex64, torch.complex128]
 dtype_ids = ["complex64", "complex128"]
@@ -139,52 +145,218 @@ def test_promoting_ops_real_and_complex(name: str, real: str) -> None:
     check(PROMOTING_OPS[name], tensors["self"], tensors["u"], tensors["v"])
 
 
-@pytest.mark.parametrize("strategy", ["4m", "3m"])
+# -- GEMM strategies ---------------------------------------------------------------------
+#
+# Note [Complex GEMM strategies]: every strategy against complex128, on every
+# broadcasting case of matmul, real and conjugated operands; the rule and the
+# config override (Note [GEMM strategy rule]).
+
+STRATEGIES = list(linalg.STRATEGIES)
+
+
+class RealGemms(TorchDispatchMode):
+    """Counts the real GEMMs (and complex ones: "native") that run below torchcx."""
+
+    GEMMS = (aten.mm.default, aten.bmm.default, aten.mv.default, aten.dot.default, aten.addmm.default)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.real: list[Any] = []
+        self.complex: list[Any] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        if func in self.GEMMS:
+            (self.complex if args[0].is_complex() else self.real).append(func)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_strategy_matmul_broadcasting(shapes: tuple[tuple[int, ...], ...], strategy: str) -> None:
+    a, b = rand(*shapes[0], dtype=torch.complex128), rand(*shapes[1], dtype=torch.complex128, seed=1)
+    with torchcx.config.patch(matmul_strategy=strategy):
+        check(torch.matmul, a, b)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("name", ["mm", "bmm", "mv", "dot", "vdot", "addmm", "baddbmm", "addbmm", "addmv", "linear"])
+def test_strategy_matmul_family(name: str, strategy: str) -> None:
+    fn = SAME_DTYPE_OPS[name]
+    a, b = rand(6, dtype=torch.complex128), rand(6, dtype=torch.complex128, seed=1)
+    with torchcx.config.patch(matmul_strategy=strategy):
+        check(fn, a, b)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("conj", ["", "a", "ab"])
 @pytest.mark.parametrize("real", [None, "a", "b"])
-def test_real_operand_costs_two_products(real: str | None, strategy: str) -> None:
-    calls = []
-
-    def gemm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        calls.append((x.shape, y.shape))
-        return torch.mm(x, y)
-
-    a, b = rand(3, 4), rand(4, 2, seed=1)
+@pytest.mark.parametrize("shapes", [((5, 6), (6, 4)), ((3, 5, 6), (6,)), ((6,), (6,))], ids=str)
+def test_strategies_real_and_conjugated_operands(
+    shapes: tuple[tuple[int, ...], ...], real: str | None, conj: str, strategy: str
+) -> None:
+    a, b = rand(*shapes[0], dtype=torch.complex128), rand(*shapes[1], dtype=torch.complex128, seed=1)
+    if "b" in conj:
+        b = b.conj()  # a lazily negated imaginary part
     if real == "a":
         a = a.real.clone()
     if real == "b":
         b = b.real.clone()
-    re, im = complex_matmul(cx(a), cx(b), gemm=gemm, strategy=strategy)
-    assert len(calls) == (2 if real else int(strategy[0]))
-    expected = a.to(torch.complex64) @ b.to(torch.complex64)
-    torch.testing.assert_close(torch.complex(re, im), expected)
-
-
-@pytest.mark.parametrize("strategy", ["4m", "3m"])
-@pytest.mark.parametrize("conj", ["", "a", "b", "ab"])
-@pytest.mark.parametrize("real", [None, "a", "b"])
-def test_strategies_and_conjugated_operands(strategy: str, conj: str, real: str | None) -> None:
-    a, b = rand(5, 6, dtype=torch.complex128), rand(6, 4, dtype=torch.complex128, seed=1)
-    if real == "a":
-        a = a.real.clone()
-    if real == "b":
-        b = b.real.clone()
-    re, im = complex_bilinear(
-        torch.mm,
-        cx(a),
-        cx(b),
-        strategy=strategy,
-        conj_a="a" in conj,
-        conj_b="b" in conj,  # type: ignore[arg-type]
-    )
+    re, im = complex_matmul(cx(a), cx(b), conj_a="a" in conj, strategy=strategy)  # type: ignore[arg-type]
     ea = a.conj() if "a" in conj else a
-    eb = b.conj() if "b" in conj else b
-    expected = ea.to(torch.complex128) @ eb.to(torch.complex128)
-    torch.testing.assert_close(torch.complex(re, im), expected)
+    expected = ea.to(torch.complex128) @ b.to(torch.complex128)
+    torch.testing.assert_close(torch.complex(re, torch.zeros_like(re) if im is None else im), expected)
 
 
-def test_unknown_strategy_is_an_error() -> None:
+@pytest.mark.parametrize(
+    "strategy, real, gemms",
+    [
+        ("4m", None, (4, 0)),
+        ("3m", None, (3, 0)),
+        ("block", None, (1, 0)),
+        ("native", None, (0, 1)),
+        ("4m", "a", (2, 0)),
+        ("3m", "b", (2, 0)),
+        ("block", "a", (1, 0)),
+        ("block", "b", (1, 0)),
+        ("native", "a", (2, 0)),
+    ],
+)
+def test_strategy_gemm_counts(strategy: str, real: str | None, gemms: tuple[int, int]) -> None:
+    # (real GEMMs, complex GEMMs): a real operand has no imaginary part to multiply
+    a, b = rand(3, 4), rand(4, 2, seed=1)
+    a = a.real.clone() if real == "a" else a
+    b = b.real.clone() if real == "b" else b
+    with RealGemms() as counter:
+        re, im = complex_matmul(cx(a), cx(b), gemm=aten.mm.default, strategy=strategy)  # type: ignore[arg-type]
+    assert (len(counter.real), len(counter.complex)) == gemms
+    torch.testing.assert_close(torch.complex(re, im), a.to(torch.complex64) @ b.to(torch.complex64))
+
+
+def test_block_expands_the_smaller_operand() -> None:
+    # [[Ar, -Ai], [Ai, Ar]] @ [Br; Bi] when A is smaller, [Ar, Ai] @ [[Br, Bi], [-Bi, Br]] otherwise
+    shapes = []
+
+    class Shapes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+            if func is aten.mm.default:
+                shapes.append((tuple(args[0].shape), tuple(args[1].shape)))
+            return func(*args, **(kwargs or {}))
+
+    with Shapes():
+        complex_matmul(cx(rand(2, 3)), cx(rand(3, 50)), gemm=aten.mm.default, strategy="block")
+        complex_matmul(cx(rand(50, 3)), cx(rand(3, 2)), gemm=aten.mm.default, strategy="block")
+    assert shapes == [((4, 6), (6, 50)), ((50, 6), (6, 4))]
+
+
+def test_config_override_and_errors() -> None:
+    a, b = cx(rand(8, 8)), cx(rand(8, 8, seed=1))
+    for strategy, gemms in [("4m", (4, 0)), ("3m", (3, 0)), ("block", (1, 0)), ("native", (0, 1))]:
+        with torchcx.config.patch(matmul_strategy=strategy), RealGemms() as counter:
+            complex_matmul(a, b, gemm=aten.mm.default)
+        assert (len(counter.real), len(counter.complex)) == gemms, strategy
+    # An explicit strategy argument wins over the setting.
+    with torchcx.config.patch(matmul_strategy="4m"), RealGemms() as counter:
+        complex_matmul(a, b, strategy="block")
+    assert len(counter.real) == 1
+    with torchcx.config.patch(matmul_strategy="5m"), pytest.raises(ValueError, match="5m"):
+        torch.mm(a, b)
     with pytest.raises(ValueError, match="strategy"):
-        complex_matmul(cx(rand(2, 2)), cx(rand(2, 2)), strategy="5m")  # type: ignore[arg-type]
+        complex_matmul(a, b, strategy="5m")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="strategy"):
+        complex_bilinear(torch.mm, a, b, strategy="block")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("part", [torch.bfloat16, torch.float16], ids=str)
+def test_native_falls_back_for_low_precision_parts(part: torch.dtype) -> None:
+    # No vendor complex GEMM has float16/bfloat16 parts: "native" keeps the rule's choice.
+    a, b = cx(rand(4, 8)).with_component_dtype(part), cx(rand(8, 3, seed=1)).with_component_dtype(part)
+    with torchcx.config.patch(matmul_strategy="native"), RealGemms() as counter:
+        re, im = complex_matmul(a, b, gemm=aten.mm.default)
+    assert not counter.complex and counter.real
+    expected = torch.mm(a.to_interleaved(torch.complex64), b.to_interleaved(torch.complex64))
+    torch.testing.assert_close(torch.complex(re, im), expected, rtol=2e-2, atol=2e-2)
+    with torchcx.config.patch(matmul_strategy="native"):
+        out = torch.mm(a, b)
+    assert isinstance(out, ComplexTensor) and out.component_dtype == part
+
+
+def _probe(shape: tuple[int, ...], part: torch.dtype) -> ComplexTensor:
+    x = torch.empty(shape, dtype=part)
+    return ComplexTensor(x, x)
+
+
+F32, F64, BF16, F16 = torch.float32, torch.float64, torch.bfloat16, torch.float16
+#: (part, a shape, b shape, compiled, the rule's choice): Note [GEMM strategy rule] on CPU
+RULE_CASES = [
+    (F32, (256, 256), (256, 256), False, "4m"),
+    (F64, (16, 256, 256), (16, 256, 256), False, "4m"),
+    (F32, (32, 32), (32, 32), False, "block"),  # small: one call instead of four
+    (F32, (2, 2), (2, 1 << 17), False, "block"),  # skinny: a gate on a state vector
+    (F32, (4096, 64), (64, 64), False, "block"),
+    (F32, (1024, 1024), (1024, 1), False, "4m"),  # a matrix-vector product
+    (BF16, (256, 256), (256, 256), False, "block"),  # no vendor kernel, one rounding
+    (F16, (1024, 1024), (1024,), False, "4m"),
+    (F32, (16, 256, 256), (16, 256, 256), True, "native"),
+    (F64, (1024, 1024), (1024, 1), True, "native"),
+    (F32, (32, 32), (32, 32), True, "block"),  # the extern call costs more than the product
+    (F32, (2, 2), (2, 1 << 17), True, "block"),  # operands made in the graph
+    (BF16, (1024, 1024), (1024, 1024), True, "4m"),
+    (BF16, (4096, 64), (64, 64), True, "block"),
+    (F16, (64, 16, 16), (64, 16, 16), True, "block"),
+    (F16, (1024, 1024), (1024, 1), True, "4m"),
+]
+
+
+@pytest.mark.parametrize("case", RULE_CASES, ids=lambda c: f"{c[0]}-{c[1]}x{c[2]}-{'compiled' if c[3] else 'eager'}")
+def test_rule(case: tuple[Any, ...]) -> None:
+    part, a_shape, b_shape, compiled, expected = case
+    assert linalg.gemm_strategy(_probe(a_shape, part), _probe(b_shape, part), part, compiled=compiled) == expected
+
+
+def test_rule_operand_layouts() -> None:
+    # Eager: interleaved float32/float64 operands (native complex tensors) go to the vendor kernel as
+    # they are. Compiled: a skinny product reads its operands without a copy when both are graph
+    # inputs (or extern results), and then the vendor kernel is the fastest.
+    a, b = rand(2, 2), rand(2, 1 << 16, seed=1)
+    assert linalg.gemm_strategy(cx(a), cx(b), F32, compiled=False) == "native"
+    planar = [ComplexTensor(x.real.contiguous(), x.imag.contiguous()) for x in (a, b)]
+    assert linalg.gemm_strategy(*planar, F32, compiled=False) == "block"
+    remembered = [linalg._layout.unpack_remembering(x.view(torch.int64), torch.complex64) for x in (a, b)]
+    assert linalg.gemm_strategy(*remembered, F32, compiled=True) == "native"
+    # Other devices are not measured yet: the vendor kernel where there is one.
+    meta = [ComplexTensor(x.re.to("meta"), x.im.to("meta")) for x in planar]
+    assert linalg.gemm_strategy(*meta, F32, compiled=True) == "native"
+
+
+def test_rule_reads_symbolic_sizes_without_guards() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    env = ShapeEnv()
+    with FakeTensorMode(shape_env=env) as mode:
+        a = mode.from_tensor(torch.empty(16, 256, 256), symbolic_context=None)
+    # A fake operand counts as compiled; the rule only reads size hints.
+    fake = ComplexTensor(a, a)
+    assert linalg.gemm_strategy(fake, fake, torch.float32) == linalg.gemm_strategy(
+        _probe((16, 256, 256), torch.float32), _probe((16, 256, 256), torch.float32), torch.float32, compiled=True
+    )
+    assert not env.guards
+
+
+@pytest.mark.parametrize("strategy", ["auto", *STRATEGIES])
+def test_compiled_strategies(strategy: str) -> None:
+    # Values, real-only graphs, and "native" listed by explain as an extern kernel.
+    def fn(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return (torch.bmm(a, b) * c).abs() + torch.mm(a[0], b[1]).real
+
+    a, b, c = rand(2, 5, 3), rand(2, 3, 4, seed=1), rand(4, seed=2)
+    torch._dynamo.reset()
+    with torchcx.config.patch(matmul_strategy=strategy), record_inductor_graphs() as recorder:
+        report = torchcx.explain(fn, a, b, c)
+        out = torchcx.compile(fn)(a, b, c)
+    torch.testing.assert_close(out, fn(a, b, c))
+    assert report.real_only and not recorder.complex_nodes
+    assert ("aten.bmm.default" in report.externs) == (strategy == "native")
 
 
 # -- float16 / bfloat16 parts -------------------------------------------------------------
@@ -512,3 +684,93 @@ def test_eig_of_real_matrix_under_complex_mode() -> None:
     expected = torch.linalg.eig(a)
     torch.testing.assert_close(native(values), expected[0])
     torch.testing.assert_close(native(vectors), expected[1])
+
+
+# -- LAPACK ops compiled: values, gradients, explain ---------------------------------------------
+
+
+def _eye_plus(a: torch.Tensor) -> torch.Tensor:
+    return a @ a.mH + 4 * torch.eye(a.shape[-1], dtype=a.dtype)
+
+
+COMPILED_LINALG: dict[str, Callable[[torch.Tensor], Any]] = {
+    "inv": torch.linalg.inv,
+    "det": torch.linalg.det,
+    "slogdet": lambda a: torch.linalg.slogdet(a),
+    "solve": lambda a: torch.linalg.solve(a, a[..., :2] + 1),
+    "cholesky": lambda a: torch.linalg.cholesky(_eye_plus(a)),
+    "qr": lambda a: torch.linalg.qr(a),
+    "svdvals": torch.linalg.svdvals,
+    "eigvalsh": lambda a: torch.linalg.eigvalsh(a + a.mH),
+    "eigh_values": lambda a: torch.linalg.eigh(a + a.mH).eigenvalues,
+    "lu_solve": lambda a: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), a.mH),
+    "lstsq": lambda a: torch.linalg.lstsq(a, a[..., :1] + 1).solution,
+    "pinv": torch.linalg.pinv,
+    "matrix_exp": torch.linalg.matrix_exp,
+    "matrix_power": lambda a: torch.linalg.matrix_power(a, -2),
+    "matrix_norm_nuc": lambda a: torch.linalg.matrix_norm(a, "nuc"),
+    "vector_norm": lambda a: torch.linalg.vector_norm(a, 3.0, dim=-1),
+    "norm": lambda a: torch.linalg.norm(a),
+    "cross": lambda a: torch.linalg.cross(a[..., :3], a[..., 1:]),
+    "vecdot": lambda a: torch.linalg.vecdot(a, a.flip(-1)),
+}
+#: Ops computed by LAPACK (extern kernels), as explain names them.
+EXTERNS = {
+    "inv": "aten.linalg_inv_ex.default",
+    "det": "aten._linalg_det.default",
+    "slogdet": "aten._linalg_slogdet.default",
+    "solve": "aten._linalg_solve_ex.default",
+    "cholesky": "aten.linalg_cholesky_ex.default",
+    "qr": "aten.linalg_qr.default",
+    "svdvals": "aten._linalg_svd.default",
+    "eigvalsh": "aten._linalg_eigh.default",
+    "lu_solve": "aten.linalg_lu_solve.default",
+    "matrix_exp": "aten.linalg_matrix_exp.default",
+}
+
+
+def _differentiate(fn: Callable[..., Any], a: torch.Tensor, seed: int = 3) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """(outputs, gradient of a) for random cotangents (complex for complex outputs)."""
+    outs = [o for o in torch.utils._pytree.tree_leaves(fn(a)) if isinstance(o, torch.Tensor) and o.requires_grad]
+    g = torch.Generator().manual_seed(seed)
+    cotangents = [torch.randn(o.shape, dtype=o.dtype, generator=g) for o in outs]
+    (grad,) = torch.autograd.grad(outs, a, cotangents)
+    return [o.detach() for o in outs], grad
+
+
+#: Dynamo breaks the graph at these (an output shape that depends on the data, for real inputs too).
+GRAPH_BREAKS = {"lstsq"}
+
+
+@pytest.mark.parametrize("name", list(COMPILED_LINALG))
+def test_compiled_linalg_values_and_gradients(name: str) -> None:
+    # Forward and backward graphs real-only, LAPACK calls listed as extern kernels, no fallback.
+    fn = COMPILED_LINALG[name]
+    a = rand(2, 4, 4, dtype=torch.complex128).requires_grad_()
+    expected, expected_grad = _differentiate(fn, a)
+    torch._dynamo.reset()
+    with record_inductor_graphs() as recorder, _capture() as report:
+        actual, grad = _differentiate(torchcx.compile(fn, fullgraph=name not in GRAPH_BREAKS), a)
+    for x, e in zip(actual, expected, strict=True):
+        torch.testing.assert_close(x, e)
+    torch.testing.assert_close(grad, expected_grad)
+    assert not recorder.complex_nodes
+    externs = {op for graph in report.graphs for op in graph.externs}
+    assert not any(graph.fallbacks for graph in report.graphs)
+    if name in EXTERNS:
+        assert EXTERNS[name] in externs
+
+
+@pytest.mark.parametrize("name", ["inv", "det", "solve", "eigvalsh", "matrix_exp"])
+def test_compiled_linalg_gradcheck(name: str) -> None:
+    a = rand(3, 3, dtype=torch.complex128).requires_grad_()
+    torch._dynamo.reset()
+    assert torch.autograd.gradcheck(torchcx.compile(COMPILED_LINALG[name]), (a,))
+
+
+def test_explain_lists_lapack_externs() -> None:
+    torch._dynamo.reset()
+    report = torchcx.explain(COMPILED_LINALG["solve"], rand(2, 4, 4).requires_grad_(), backward=True)
+    assert "aten._linalg_solve_ex.default" in report.externs
+    assert "aten._linalg_solve_ex.default" in str(report)
+    assert report.real_only and not report.fallbacks
