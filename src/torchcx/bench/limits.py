@@ -90,12 +90,30 @@ def describe_machine(device: torch.device) -> dict[str, Any]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "torchcx": _torchcx_version(),
         "jax": jax_version(),
         "device": str(device),
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
+
+
+def _torchcx_version() -> str:
+    """torchcx's version and, in a git checkout, its commit (marked dirty with uncommitted changes)."""
+    import torchcx
+
+    version = torchcx.__version__
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(torchcx.__file__))))
+    if not os.path.exists(os.path.join(root, ".git")):  # installed, not a checkout (src/torchcx)
+        return version
+    try:
+        out = subprocess.run(
+            ["git", "-C", root, "describe", "--always", "--dirty"], capture_output=True, text=True, check=True
+        )
+        return f"{version} ({out.stdout.strip()})"
+    except (OSError, subprocess.CalledProcessError):
+        return version
 
 
 def load_average() -> float | None:

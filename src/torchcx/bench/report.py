@@ -59,7 +59,7 @@ def machine_line(results: Results) -> str:
     gpu = f" ({m['gpu']})" if m.get("gpu") else ""
     return (
         f"{m['cpu']}, {m['cores']} cores ({m['cores_used']} used){memory}, {_threads(m['torch_threads'])}; "
-        f"torch {m['torch']}, jax {m['jax'] or 'not installed'}, "
+        f"torchcx {m.get('torchcx', '?')}, torch {m['torch']}, jax {m['jax'] or 'not installed'}, "
         f"Python {m['python']}, device {m['device']}{gpu}{load}"
     )
 
