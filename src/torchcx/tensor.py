@@ -190,7 +190,11 @@ def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
     # unrealized value into a buffer of its own and reading outside it
     # (pytorch/pytorch#197431), e.g. for view_as_real(view_as_complex(x * 2)).
     base = re._base if re._base is not None and re._base.dtype == re.dtype else re
-    return base.as_strided((*re.shape, 2), (*re.stride(), 1), re.storage_offset())
+    # A dim of size <= 1 (or any dim of an empty tensor) may carry an odd stride, which
+    # view_as_complex refuses although no element is ever addressed through it: double it.
+    empty = re.numel() == 0
+    strides = [2 * s if s % 2 and (empty or n <= 1) else s for s, n in zip(re.stride(), re.shape)]
+    return base.as_strided((*re.shape, 2), (*strides, 1), re.storage_offset())
 
 
 class _PlanarBase(Tensor):
@@ -420,7 +424,7 @@ def _viewable_as_complex(pair: Tensor) -> bool:
     # view_as_complex needs even strides and offset (a whole number of complex elements).
     if pair.storage_offset() % 2:
         return False
-    return all(s % 2 == 0 for s, n in zip(pair.stride()[:-1], pair.shape[:-1]) if n > 1)
+    return all(s % 2 == 0 for s in pair.stride()[:-1])
 
 
 def _describe(x: Any) -> str:
