@@ -660,8 +660,13 @@ class _Runtime:
         for value, spec in zip(args, self.inputs):
             if spec.complex_dtype is None:
                 real_args.append(value)
-            else:
-                real_args.append(_layout.to_real(value.conj() if spec.conj else value))
+                continue
+            if value.is_conj() != spec.conj:
+                # A tangent need not have the conj bit AOTAutograd traced the backward with (that
+                # of the forward's output: ihfft returns a conj view): give the graph the same values
+                # in the traced form (a copy, only for this input).
+                value = value.conj().resolve_conj().conj() if spec.conj else value.resolve_conj()
+            real_args.append(_layout.to_real(value.conj() if spec.conj else value))
         args.clear()
         real_outs = self.compiled([*real_args, *self.constants])
         results: list[Any] = []
