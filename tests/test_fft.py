@@ -235,3 +235,53 @@ def test_stft_istft_round_trip_real_signal() -> None:
     torch.testing.assert_close(native(spectrum), torch.stft(x, return_complex=True, **kwargs))
     assert type(back) is torch.Tensor and back.dtype == torch.float32
     torch.testing.assert_close(back, x)
+
+
+# -- OpInfo samples of the ops with real inputs and complex results ------------------------------
+# The OpInfo suites run ops that take complex inputs; rfft, ihfft and their n-d forms (and
+# stft of a real signal) take real ones. Here: every sample, values and gradients, eager
+# under ComplexMode and (the first samples) compiled, on both paths.
+
+REAL_INPUT_OPS = ["fft.rfft", "fft.rfft2", "fft.rfftn", "fft.ihfft", "fft.ihfft2", "fft.ihfftn", "stft"]
+
+
+def _opinfo(name: str) -> Any:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return next(op for op in op_db if op.name == name)
+
+
+def _value_and_grad(fn: Callable[..., Any], x: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    leaf = x.detach().clone().requires_grad_()
+    out = fn(leaf)
+    g = torch.Generator().manual_seed(seed)
+    # complex results (complex32 ComplexTensors draw complex64 values) or real ones (stft's return_complex=False)
+    dtype = out.dtype if out.dtype in (torch.complex128, torch.float32, torch.float64) else torch.complex64
+    cotangent = torch.randn(out.shape, dtype=dtype, generator=g)
+    if isinstance(out, ComplexTensor):
+        cotangent = ComplexTensor.from_interleaved(cotangent.to(out.dtype))
+    (grad,) = torch.autograd.grad(out, leaf, cotangent)
+    return native(out).detach(), grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name", REAL_INPUT_OPS)
+def test_real_input_opinfo_samples(name: str, dtype: torch.dtype) -> None:
+    op = _opinfo(name)
+    for i, sample in enumerate(op.sample_inputs("cpu", dtype)):
+
+        def fn(t: torch.Tensor, sample: Any = sample) -> torch.Tensor:
+            return op(t, *sample.args, **sample.kwargs)
+
+        expected, expected_grad = _value_and_grad(fn, sample.input, i)
+
+        def eager(t: torch.Tensor) -> torch.Tensor:
+            with torchcx.ops.ComplexMode():
+                return fn(t)
+
+        runs = [("eager", eager)] + ([("compiled", torchcx.compile(fn))] if i < 2 and dtype == torch.float32 else [])
+        for how, run_fn in runs:
+            torch._dynamo.reset()
+            value, grad = _value_and_grad(run_fn, sample.input, i)
+            torch.testing.assert_close(value, expected, msg=lambda m, how=how, i=i: f"{how} sample {i}: {m}")
+            torch.testing.assert_close(grad, expected_grad, msg=lambda m, how=how, i=i: f"{how} sample {i} grad: {m}")
