@@ -167,6 +167,7 @@ def run(small: bool) -> dict[str, float]:
         rows = y == i
         print(f"  {name:<6} accuracy {(predicted[rows] == i).float().mean().item():.3f}")
     checks.below(f"compiled vs eager: relative loss difference over {lockstep} steps", drift, 1e-4)
+    # chance is 0.25 (+-0.01 over 2000 bursts); the CI size trains too briefly to learn every class
     checks.above("test accuracy (chance: 0.25)", accuracy, 0.35 if small else 0.8)
 
     # steady state: skip the first steps (compilation)

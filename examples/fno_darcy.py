@@ -199,8 +199,8 @@ def make_data(torus: Torus, n: int, seed: int) -> tuple[Tensor, Tensor]:
 
 
 def run(small: bool) -> dict[str, float]:
-    s, n_train, n_test, steps, batch = (16, 32, 16, 40, 8) if small else (32, 256, 64, 200, 8)
-    modes, width = (4, 8) if small else (8, 16)
+    s, n_train, n_test, steps, batch = (16, 32, 16, 30, 8) if small else (32, 256, 64, 200, 8)
+    modes, width, layers = (4, 8, 2) if small else (8, 16, 4)
     torus = Torus(s)
     checks = Checks()
     checks.below("Darcy solver vs manufactured solution (max abs)", manufactured_error(torus), 1e-10)
@@ -212,7 +212,7 @@ def run(small: bool) -> dict[str, float]:
     print(f"data: {n_train} + {n_test} Darcy solutions on {s}x{s} in {time.perf_counter() - start:.1f} s")
 
     torch.manual_seed(0)
-    eager_model = FNO2d(2, modes, width)
+    eager_model = FNO2d(2, modes, width, layers)
     compiled_model = copy.deepcopy(eager_model)
     runs = {"eager": eager_model, "torchcx.compile": torchcx.compile(compiled_model)}
     optimizers = {"eager": torch.optim.Adam(eager_model.parameters(), lr=1e-2)}
@@ -221,7 +221,9 @@ def run(small: bool) -> dict[str, float]:
     losses: dict[str, list[float]] = {name: [] for name in runs}
     step_times: dict[str, list[float]] = {name: [] for name in runs}
     g = torch.Generator().manual_seed(2)
-    print(f"FNO: {modes} modes, width {width}; {steps} Adam steps of batch {batch}, eager and compiled in lockstep")
+    print(
+        f"FNO: {layers} Fourier layers, {modes} modes, width {width}; {steps} Adam steps of batch {batch}, eager and compiled in lockstep"
+    )
     for step in range(steps):
         idx = torch.randint(n_train, (batch,), generator=g)
         for name, model in runs.items():

@@ -138,7 +138,7 @@ def sense(
 ) -> tuple[Tensor, list[float]]:  # noqa: ANN001
     """The regularized SENSE image from zero, and the residual norm after each iteration."""
     b = adjoint(y, maps, mask)
-    x, r, p = torch.zeros_like(b), b, b
+    x, r, p = torch.zeros_like(b), b, b.clone()  # r and p distinct, as in every later iteration (no recompile)
     rr = torch.vdot(r.flatten(), r.flatten()).real
     residuals = [rr.sqrt().item()]
     for _ in range(iterations):

@@ -80,7 +80,8 @@ def qft_layer(state: Tensor, angles: Tensor) -> Tensor:
     phases = torch.polar(torch.ones_like(angles), angles)
     for m in range(1, state.dim()):
         state = apply_controlled_phase(state, phases[m - 1], m, 0)
-    return state.movedim(0, -1)
+    # contiguous, so that every layer sees its input in the same memory layout (one compiled graph)
+    return state.movedim(0, -1).contiguous()
 
 
 def layer_angles(n: int, j: int) -> Tensor:
