@@ -54,11 +54,17 @@ def mlp_step(model, z, target):
 
 def programs():
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(1 << 16, dtype=torch.complex64, generator=g), torch.randn(1 << 16, dtype=torch.complex64, generator=g)
+    x, y = (
+        torch.randn(1 << 16, dtype=torch.complex64, generator=g),
+        torch.randn(1 << 16, dtype=torch.complex64, generator=g),
+    )
     xq, xk = torch.randn(2, 64, 4, 32, generator=g), torch.randn(2, 64, 4, 32, generator=g)
     freqs = torch.polar(torch.ones(64, 16), torch.randn(64, 16, generator=g))
     model = ComplexMLP()
-    z, target = torch.randn(32, 64, dtype=torch.complex64, generator=g), torch.randn(32, 64, dtype=torch.complex64, generator=g)
+    z, target = (
+        torch.randn(32, 64, dtype=torch.complex64, generator=g),
+        torch.randn(32, 64, dtype=torch.complex64, generator=g),
+    )
     return {
         "elementwise chain": (chain, (x, y)),
         "rotary embedding": (rope, (xq, xk, freqs)),
