@@ -9,7 +9,9 @@ paths; this file checks the arithmetic itself, tightly.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -240,5 +242,56 @@ def test_config_rejects_unknown_path() -> None:
         torch.fft.fft(ComplexTensor.from_interleaved(signal(4, dtype=torch.complex64)))
 
 
-def test_rule_prefers_vendor_off_cpu() -> None:
-    assert not prefer_real(torch.device("cuda"), torch.bfloat16, [64], 16)
+# -- the path rule (Note [FFT path selection]) ---------------------------------------------------
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+PARTS = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: Ratios (vendor time / real time) this close to 1 are within the run-to-run noise of a loaded machine.
+TIE = (0.85, 1.15)
+
+
+def measured(name: str) -> list[dict[str, Any]]:
+    return json.loads((RESULTS / name).read_text())["records"]
+
+
+def test_rule_picks_the_faster_path_of_the_committed_benchmark() -> None:
+    # Every (part, length, batch) of the power-of-two grid whose winner is clear.
+    wrong = []
+    for r in measured("fft_paths_cpu.json"):
+        if TIE[0] < r["real_vs_vendor"] < TIE[1]:
+            continue
+        if prefer_real(CPU, PARTS[r["part"]], [r["n"]], r["batch"]) != (r["real_vs_vendor"] > 1):
+            wrong.append(r)
+    assert not wrong
+
+
+def test_rule_never_picks_a_clearly_slower_real_path_at_other_lengths() -> None:
+    # Bluestein and mixed-radix lengths: the rule may leave a win to the vendor FFT
+    # (4099 at batch 1, docs/fft.md), but must not choose the real path where it lost.
+    for r in measured("fft_paths_cpu_odd_lengths.json"):
+        if prefer_real(CPU, PARTS[r["part"]], [r["n"]], r["batch"]):
+            assert r["real_vs_vendor"] > TIE[0], r
+
+
+def test_rule_explicit_cases() -> None:
+    f32, bf16 = torch.float32, torch.bfloat16
+    assert prefer_real(CPU, f32, [1024], 16) and not prefer_real(CPU, f32, [1024], 17)
+    # a single power-of-two transform, where the vendor FFT plans on every call
+    assert prefer_real(CPU, f32, [1 << 16], 1) and not prefer_real(CPU, f32, [1 << 16], 2)
+    assert not prefer_real(CPU, f32, [1 << 18], 1)
+    # multi-dim transforms count all their points; a symbolic-free batch of 1 counts as 1
+    assert prefer_real(CPU, f32, [64, 64], 4) and not prefer_real(CPU, f32, [64, 64], 8)
+    # Bluestein (257: a convolution of length 525 done twice) costs its convolution,
+    # and at bfloat16 runs float32 GEMMs, so it takes float32's threshold.
+    assert prefer_real(CPU, f32, [257], 15) and not prefer_real(CPU, f32, [257], 16)
+    assert prefer_real(CPU, bf16, [256], 256) and not prefer_real(CPU, bf16, [257], 16)
+    # Other devices: the vendor FFT until measured there.
+    for part in PARTS.values():
+        assert not prefer_real(torch.device("cuda"), part, [64], 16)
+
+
+def test_auto_routes_by_the_rule() -> None:
+    with torchcx.config.patch(fft_path="auto"):
+        small = torchcx.explain(torch.fft.fft, signal(4, 64, dtype=torch.complex64))
+        large = torchcx.explain(torch.fft.fft, signal(32, 1024, dtype=torch.complex64))
+    assert not small.externs and large.externs == ["aten._fft_c2c.default"]

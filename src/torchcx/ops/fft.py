@@ -34,10 +34,27 @@ Each primitive runs on one of two paths:
 Note [FFT path selection]
 -------------------------
 ``torchcx.config.fft_path`` chooses: ``"vendor"``, ``"real"``, or ``"auto"``
-(the default), which applies ``prefer_real`` to the device, the part dtype and
-the transform: the rule derived from benchmarks/fft_paths.py, whose committed
-results are benchmarks/results/fft_paths_cpu.json (docs/fft.md has the tables
-and the reasoning). The setting is read when a graph is compiled.
+(the default), which applies ``prefer_real``; the setting is read when a graph
+is compiled. The rule is read off benchmarks/fft_paths.py (committed results:
+benchmarks/results/fft_paths_cpu.json, 1 thread; docs/fft.md has the tables):
+
+* The vendor call has a fixed cost (~0.1 ms on CPU: the extern call, and
+  pocketfft/MKL planning on every call), the real path a cost per point that
+  is several times the vendor FFT's (GEMM stages do O(n * stage) work, not
+  O(n log n)). So the real path wins on small work and loses on large work:
+  on CPU it is taken while batch x length is at most ``_CPU_REAL_POINTS[part]``
+  (16384 points for float32, 4096 for float64, 65536 for bfloat16/float16,
+  whose vendor path also converts to complex64 and back), and for a single
+  power-of-two transform (batch 1) up to ``_CPU_REAL_SINGLE[part]`` points,
+  where the vendor FFT's per-call planning dominates.
+* Lengths the real path computes by Bluestein count as the two transforms of
+  the convolution length L >= 2n - 1 they cost; bfloat16/float16 Bluestein
+  runs float32 GEMMs, so it takes float32's threshold.
+* Other devices: the vendor FFT for every part dtype until a run of the
+  benchmark there is committed (unmeasured; the vendor path is also the more
+  accurate one at bfloat16, where it rounds once).
+* A symbolic transform length takes the vendor path (``use_real_path``); a
+  symbolic batch is read by its hint, without a guard.
 """
 
 from __future__ import annotations
@@ -77,13 +94,43 @@ def vendor_fft(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 # -- choosing the path -------------------------------------------------------------------------
 
 
-def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch: int) -> bool:
+#: Note [FFT path selection], read off benchmarks/results/fft_paths_cpu.json: the most
+#: points (batch x transform length) at which the real path is taken on CPU ...
+_CPU_REAL_POINTS = {torch.float32: 1 << 14, torch.float64: 1 << 12, torch.bfloat16: 1 << 16, torch.float16: 1 << 16}
+#: ... and the longest single (batch 1) power-of-two transform it takes.
+_CPU_REAL_SINGLE = {torch.float32: 1 << 16, torch.float64: 1 << 14, torch.bfloat16: 1 << 16, torch.float16: 1 << 16}
+
+
+def _real_path_points(n: int, part: torch.dtype) -> tuple[int, bool]:
+    """(what a length-n transform costs on the real path, in points; whether by Bluestein)."""
+    if n <= 1 or fft_real.is_factorable(n, fft_real.plan_for(part, torch.device("cpu")).max_direct):
+        return n, False
+    return 2 * fft_real.bluestein_length(n), True
+
+
+def _hint(n: Any) -> int:
+    """A size as an int; a symbolic one by its hint (no guard: the choice is a speed choice only)."""
+    if isinstance(n, torch.SymInt):
+        hint = n.node.hint
+        return int(hint) if hint is not None else 1 << 16
+    return int(n)
+
+
+def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch: Any) -> bool:
     """Whether the real-arithmetic FFT is faster (Note [FFT path selection]).
 
     ``sizes`` are the transform's lengths, ``batch`` the number of transforms.
     """
-    del device, part, sizes, batch  # until benchmarks/fft_paths.py has measured: the vendor FFT
-    return False
+    if device.type != "cpu" or part not in _CPU_REAL_POINTS:
+        return False
+    costs = [_real_path_points(n, part) for n in sizes]
+    bluestein = any(b for _, b in costs)
+    threshold = part if not bluestein or part == torch.float64 else torch.float32
+    points = _hint(batch) * math.prod(c for c, _ in costs)
+    if points <= _CPU_REAL_POINTS[threshold]:
+        return True
+    single = _hint(batch) == 1 and all(n & (n - 1) == 0 for n in sizes)
+    return single and points <= _CPU_REAL_SINGLE[part]
 
 
 def use_real_path(device: torch.device, part: torch.dtype, sizes: list[Any], batch: Any) -> bool:

@@ -249,6 +249,21 @@ def _smooth_at_least(n: int) -> int:
     return best
 
 
+def is_factorable(n: int, max_direct: int) -> bool:
+    """Whether ``transform`` computes length n by direct and four-step stages alone (no Bluestein)."""
+    while n > max_direct:
+        n1 = _first_factor(n, max_direct)
+        if n1 == 1:
+            return False
+        n //= n1
+    return True
+
+
+def bluestein_length(n: int) -> int:
+    """The length of the circular convolution Bluestein computes a length-n transform by."""
+    return _smooth_at_least(2 * n - 1)
+
+
 # -- the transforms ----------------------------------------------------------------------------
 
 
