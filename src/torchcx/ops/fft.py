@@ -39,14 +39,15 @@ is compiled. The rule is read off benchmarks/fft_paths.py (committed results:
 benchmarks/results/fft_paths_cpu.json, 1 thread; docs/fft.md has the tables):
 
 * The vendor call has a fixed cost (~0.1 ms on CPU: the extern call, and
-  pocketfft/MKL planning on every call), the real path a cost per point that
+  the vendor FFT's own per-call setup), the real path a cost per point that
   is several times the vendor FFT's (GEMM stages do O(n * stage) work, not
   O(n log n)). So the real path wins on small work and loses on large work:
   on CPU it is taken while batch x length is at most ``_CPU_REAL_POINTS[part]``
   (16384 points for float32, 4096 for float64, 65536 for bfloat16/float16,
   whose vendor path also converts to complex64 and back), and for a single
   power-of-two transform (batch 1) up to ``_CPU_REAL_SINGLE[part]`` points,
-  where the vendor FFT's per-call planning dominates.
+  where the vendor FFT's per-call setup dominates (measured: eager's batch-1
+  time per point is several times its batch-16 time there).
 * Lengths the real path computes by Bluestein count as the two transforms of
   the convolution length L >= 2n - 1 they cost; bfloat16/float16 Bluestein
   runs float32 GEMMs, so it takes float32's threshold.
