@@ -193,3 +193,18 @@ def test_explain_graph_break_and_backward():
     assert {g.kind for g in report.graphs} >= {"forward", "backward"}
     assert report.real_only
     assert x.grad is None  # explain works on copies
+
+
+def test_explain_training_step_with_backward():
+    # The step runs its own backward: explain reports those graphs and runs no second one
+    # (the step's graph is freed by then).
+    layer = torch.nn.Linear(4, 4, dtype=torch.complex64)
+
+    def step(layer, x):
+        loss = (layer(x).abs() ** 2).mean()
+        loss.backward()
+        return loss
+
+    report = torchcx.explain(step, layer, cplx(3, 4), backward=True)
+    assert {g.kind for g in report.graphs} >= {"forward", "backward"}
+    assert report.real_only

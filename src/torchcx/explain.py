@@ -86,7 +86,8 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     was lowered to, extern kernels and eager fallbacks, and whether the graph
     Inductor lowered is real-only. With ``backward=True`` it also runs a
     backward pass (of the sum of the outputs' absolute values) to report the
-    backward graphs. The arguments are copied first, so ``fn``'s side effects
+    backward graphs (a function that runs its own backward, a training step,
+    reports its backward graphs either way). The arguments are copied first, so ``fn``'s side effects
     do not reach them. ``print(report)`` shows it.
     """
     report = ExplainReport()
@@ -97,7 +98,9 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     call_args, call_kwargs = copy.deepcopy((args, kwargs))
     with _capture() as captured:
         out = compile(fn)(*call_args, **call_kwargs)
-        if backward:
+        # A training step runs its own backward (its graphs are captured already): none more.
+        ran_backward = any(graph.kind == "backward" for graph in captured.graphs)
+        if backward and not ran_backward:
             tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
             if tensors:
                 sum(t.abs().sum() for t in tensors).backward()
