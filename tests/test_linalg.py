@@ -774,3 +774,24 @@ def test_explain_lists_lapack_externs() -> None:
     assert "aten._linalg_solve_ex.default" in report.externs
     assert "aten._linalg_solve_ex.default" in str(report)
     assert report.real_only and not report.fallbacks
+
+
+def test_native_gemm_operands_have_unit_stride() -> None:
+    """ATen's CPU bmm copies, matrix by matrix, an operand none of whose matrices has a unit
+    stride (an einsum's permuted weights): the native strategy copies it once, whole."""
+    from torchcx.ops.linalg import _gemm_ready
+
+    w = torch.randn(32, 32, 16, 16, dtype=torch.complex64).permute(2, 3, 0, 1).reshape(256, 32, 32)
+    permuted = ComplexTensor.from_interleaved(w)
+    ready = _gemm_ready(permuted)
+    assert ready is not permuted and ready.is_contiguous()
+    assert torch.equal(ready.to_interleaved(), w)
+    for fine in (torch.randn(4, 8, 8, dtype=torch.complex64), torch.randn(4, 8, 8, dtype=torch.complex64).mT):
+        z = ComplexTensor.from_interleaved(fine)
+        assert _gemm_ready(z) is z
+    x = torch.randn(8, 32, 16, 16, dtype=torch.complex64)
+    with torchcx.config.patch(matmul_strategy="native"):
+        got = torchcx.compile(lambda x, w: torch.einsum("bixy,ioxy->boxy", x, w))(
+            x, w.reshape(16, 16, 32, 32).permute(2, 3, 0, 1)
+        )
+    torch.testing.assert_close(got, torch.einsum("bixy,ioxy->boxy", x, w.reshape(16, 16, 32, 32).permute(2, 3, 0, 1)))
