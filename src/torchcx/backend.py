@@ -208,7 +208,13 @@ def _lower_and_compile(
 ) -> Callable[..., Any]:
     """torchcx's inner compiler: lower complex to real, then Inductor's compile_fx_inner."""
     from torch._inductor.compile_fx import compile_fx_inner
+    from torch._inductor.decomposition import select_decomp_table
 
+    # The graphs compiled below hold no complex values, where our decomposition table
+    # (_complex_space_decompositions) and Inductor's differ: give them Inductor's own, a
+    # module-level function the FX graph cache can key (ours holds unpicklable builtins,
+    # which made Inductor bypass its cache for every torchcx graph).
+    kwargs = {**kwargs, "get_decomp_fn": select_decomp_table}
     report = GraphReport(kind=_graph_kind(kwargs))
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     if not any(_has_complex(n.meta.get("val")) for n in gm.graph.nodes):
