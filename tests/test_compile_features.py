@@ -208,3 +208,19 @@ def test_explain_training_step_with_backward():
     report = torchcx.explain(step, layer, cplx(3, 4), backward=True)
     assert {g.kind for g in report.graphs} >= {"forward", "backward"}
     assert report.real_only
+
+
+def test_inductor_fx_graph_cache_hits():
+    # A second compilation of the same program is served by Inductor's FX graph cache
+    # (it was bypassed for every torchcx graph while the decomposition table reached the key).
+    from torch._dynamo.utils import counters
+    from torch._inductor.utils import fresh_cache
+
+    x = cplx(16)
+    with fresh_cache(), torch._inductor.config.patch(fx_graph_cache=True):
+        counters.clear()
+        for _ in range(2):
+            torch._dynamo.reset()
+            torch.testing.assert_close(torchcx.compile(chain)(x, x), chain(x, x))
+        assert counters["inductor"]["fxgraph_cache_bypass"] == 0
+        assert counters["inductor"]["fxgraph_cache_hit"] == 1
