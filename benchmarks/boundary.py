@@ -11,8 +11,12 @@ process. Results go to stdout and to bench-results/boundary.json.
 
 Allocation matters at 2^22: a complex64 result is 32 MiB, at glibc's largest
 mmap threshold, so every call maps fresh pages and pays their first-touch
-faults (about 9 ms here), while the planar result is two 16 MiB buffers that
-malloc reuses. The table reports the 2^22 case as measured and notes it.
+faults, while the planar result is two 16 MiB buffers that malloc reuses.
+PyTorch's own ``THP_MEM_ALLOC_ENABLE=1`` (2 MiB-aligned allocations advised as
+transparent huge pages) removes the faults' cost; run with it to see the
+boundary alone:
+
+    THP_MEM_ALLOC_ENABLE=1 python benchmarks/boundary.py --threads 1 --sizes 22
 """
 
 from __future__ import annotations
@@ -48,8 +52,11 @@ def run(log2n: int, repeat: int) -> dict[str, float]:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(n, dtype=torch.complex64, generator=g)
     y = torch.randn(n, dtype=torch.complex64, generator=g)
-    xp = torchcx.ComplexTensor.from_interleaved(x).contiguous()
-    yp = torchcx.ComplexTensor.from_interleaved(y).contiguous()
+    # Two independent float32 buffers each (from_interleaved(x).contiguous() would be x's
+    # own memory: it is contiguous already, and contiguous() returns it, as torch does).
+    xp = torchcx.complex(x.real.clone(), x.imag.clone())
+    yp = torchcx.complex(y.real.clone(), y.imag.clone())
+    assert xp.re.is_contiguous() and xp.re.untyped_storage().data_ptr() != xp.im.untyped_storage().data_ptr()
     torch._dynamo.reset()
     default = torch.compile(chain)
     interleaved = torchcx.compile(chain)
