@@ -111,7 +111,7 @@ class ModulationClassifier(nn.Module):
 
 def run(small: bool) -> dict[str, float]:
     channel = Channel(symbols=32 if small else 64, snr_db=10.0, phase_error=math.pi / 18)
-    steps, batch, hidden = (100, 32, 8) if small else (300, 64, 16)
+    steps, batch, hidden = (100, 32, 8) if small else (600, 64, 16)
     lockstep = 10 if small else 20  # steps trained by both eager and compiled, to compare
     g = torch.Generator().manual_seed(0)
     checks = Checks()
