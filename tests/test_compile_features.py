@@ -224,3 +224,14 @@ def test_inductor_fx_graph_cache_hits():
             torch.testing.assert_close(torchcx.compile(chain)(x, x), chain(x, x))
         assert counters["inductor"]["fxgraph_cache_bypass"] == 0
         assert counters["inductor"]["fxgraph_cache_hit"] == 1
+
+
+def test_lerp_with_python_complex_weight():
+    # Inductor's lerp.Scalar decomposition compares the weight with 0.5: a TypeError for 0.4j.
+    # torchcx's own lerp runs instead (found by the all-samples OpInfo run).
+    a, b = cplx(5, 5), cplx(5, 5)
+    for weight in (0.4j, 0.6 + 0.1j):
+        torch._dynamo.reset()
+        torch.testing.assert_close(
+            torchcx.compile(lambda a, b, w=weight: torch.lerp(a, b, w))(a, b), torch.lerp(a, b, weight)
+        )

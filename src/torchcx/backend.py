@@ -123,8 +123,9 @@ def torchcx_backend(
 
 #: Inductor decompositions that torchcx's tables replace in complex space: ``add``
 #: of two complex tensors becomes a real add over ``view(dtype)`` of interleaved
-#: memory (a trick for Inductor's own complex fallback), ``angle`` special-cases nan.
-_REPLACED_DECOMPOSITIONS = ("add", "angle")
+#: memory (a trick for Inductor's own complex fallback), ``angle`` special-cases nan,
+#: ``lerp`` compares a Python complex weight with 0.5 (a TypeError).
+_REPLACED_DECOMPOSITIONS = ("add", "angle", "lerp")
 
 
 def _complex_space_decompositions() -> dict[Any, Callable[..., Any]]:
