@@ -795,3 +795,18 @@ def test_native_gemm_operands_have_unit_stride() -> None:
             x, w.reshape(16, 16, 32, 32).permute(2, 3, 0, 1)
         )
     torch.testing.assert_close(got, torch.einsum("bixy,ioxy->boxy", x, w.reshape(16, 16, 32, 32).permute(2, 3, 0, 1)))
+
+
+def test_compiled_extern_with_conj_view_result() -> None:
+    # lu_solve(adjoint=True, left=False) returns a conj view; the extern kernel's fake
+    # implementation must resolve it as the kernel does (found by the all-samples OpInfo run).
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 3, dtype=torch.complex64, generator=g) + 3 * torch.eye(3)
+    b = torch.randn(4, 3, dtype=torch.complex64, generator=g)
+    lu, piv = torch.linalg.lu_factor(a)
+
+    def solve(lu: torch.Tensor, piv: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.lu_solve(lu, piv, b, adjoint=True, left=False)
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(torchcx.compile(solve)(lu, piv, b), solve(lu, piv, b))

@@ -238,8 +238,11 @@ def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) ->
 def _extern_kernel_fake(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
     args, kwargs = decode(spec, tensors, ints)
     out = _op_from_name(op)(*args, **kwargs)
+    # As the kernel: a result may be a conj view (lu_solve(adjoint=True, left=False) returns one).
     return [
-        (_layout.to_real(x) if x.is_complex() else x).clone() for x in tree_flatten(out)[0] if isinstance(x, Tensor)
+        (_layout.to_real(x.resolve_conj().resolve_neg()) if x.is_complex() else x).clone()
+        for x in tree_flatten(out)[0]
+        if isinstance(x, Tensor)
     ]
 
 
