@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
 from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 import torchcx
 from torchcx import ComplexTensor
@@ -31,6 +31,26 @@ class RealOnlyRecorder(CustomGraphPass):
 
     def uuid(self) -> None:  # no caching: the pass must see every graph
         return None
+
+
+def sample_as_function(
+    op: Any, inp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Callable[..., Any], list[torch.Tensor]]:
+    """An OpInfo sample as a function of its tensors (the other arguments closed over), and those tensors.
+
+    Compiling the function makes the sample's tensors graph inputs and its Python values constants.
+    """
+    leaves, spec = tree_flatten((inp, args, kwargs))
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def closure(*tensors: torch.Tensor) -> Any:
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        a, b, c = tree_unflatten(filled, spec)
+        return op(a, *b, **c)
+
+    return closure, [leaves[i] for i in where]
 
 
 @contextlib.contextmanager

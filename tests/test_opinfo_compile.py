@@ -20,10 +20,9 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils._pytree import tree_flatten, tree_unflatten
 
 import torchcx
-from compile_harness import record_inductor_graphs
+from compile_harness import record_inductor_graphs, sample_as_function
 from expectations import lookup
 from opinfo_harness import complex_ops, op_id, record, run_samples
 from torchcx.explain import _capture
@@ -41,19 +40,10 @@ class CompiledRunner:
         self.fallbacks: set[str] = set()
 
     def __call__(self, op: Any, inp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        leaves, spec = tree_flatten((inp, args, kwargs))
-        where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
-
-        def closure(*tensors: torch.Tensor) -> Any:
-            filled = list(leaves)
-            for i, t in zip(where, tensors):
-                filled[i] = t
-            a, b, c = tree_unflatten(filled, spec)
-            return op(a, *b, **c)
-
+        closure, tensors = sample_as_function(op, inp, args, kwargs)
         torch._dynamo.reset()
         with record_inductor_graphs() as recorder, _capture() as report:
-            out = torchcx.compile(closure)(*[leaves[i] for i in where])
+            out = torchcx.compile(closure)(*tensors)
         self.complex_nodes += recorder.complex_nodes
         for graph in report.graphs:
             self.externs.update(graph.externs)

@@ -38,10 +38,10 @@ from typing import Any
 import pytest
 import torch
 from torch.testing._internal.opinfo.core import OpInfo
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_map
 
 import torchcx
-from compile_harness import record_inductor_graphs
+from compile_harness import record_inductor_graphs, sample_as_function
 from expectations import lookup
 from lowp_harness import error_in_ulps, high, lowered, rounded
 from opinfo_harness import clone_inputs, complex_ops, family, op_id, record
@@ -388,19 +388,10 @@ COMPILED = [op for op in OPS if (family(op) == "pointwise" if COMPILE_ALL else o
 
 def run_compiled(op: OpInfo, inp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The op compiled by torchcx.compile over the sample's tensors; the graphs must be real-only."""
-    leaves, spec = tree_flatten((inp, args, kwargs))
-    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
-
-    def closure(*tensors: torch.Tensor) -> Any:
-        filled = list(leaves)
-        for i, t in zip(where, tensors):
-            filled[i] = t
-        a, b, c = tree_unflatten(filled, spec)
-        return op(a, *b, **c)
-
+    closure, tensors = sample_as_function(op, inp, args, kwargs)
     torch._dynamo.reset()
     with record_inductor_graphs() as recorder:
-        out = torchcx.compile(closure)(*[leaves[i] for i in where])
+        out = torchcx.compile(closure)(*tensors)
     assert not recorder.complex_nodes, f"complex values reached Inductor: {recorder.complex_nodes[:3]}"
     return out
 
