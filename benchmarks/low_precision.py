@@ -27,16 +27,9 @@ sample is as many calls as last ``--min-sample-ms``):
 Every mode's output is checked against complex128 arithmetic before it is
 timed (relative L2 error under a bound for its dtype).
 
-Peak memory: each mode's call runs once more under ``torch.profiler`` with
-``profile_memory=True``, which records every allocation and free of PyTorch's
-CPU allocator (c10's, used by eager ops and by Inductor's generated code for
-its buffers and outputs; not Python objects, not the compiler's own memory).
-The running sum of those events, in time order, peaks at the most tensor
-memory the call held at once beyond what existed before it (outputs and
-temporaries); ``peak_bytes`` adds the inputs' bytes (their storages), so it is
-the call's whole tensor footprint. Allocator bookkeeping, not RSS: RSS on a
-shared machine moves with the allocator's caching and other threads, while
-this counts exactly the bytes the call's tensors asked for.
+Peak memory: each mode's call runs once more under ``torch.profiler``
+(``torchcx.bench.memory.peak_memory``: the most tensor memory the call holds
+at once, inputs included, from the CPU allocator's records, not RSS).
 
 Accuracy (``--accuracy``): relative L2 error ``||y - y_ref|| / ||y_ref||`` per
 component dtype (bfloat16, float16, and the complex64/float32 baseline) for
@@ -69,6 +62,7 @@ import torch
 
 import torchcx
 from torchcx import ComplexTensor
+from torchcx.bench.memory import peak_memory
 
 C64, C128 = torch.complex64, torch.complex128
 LOWP = {"bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -245,46 +239,6 @@ def time_modes(modes: dict[str, Mode], rounds: int, min_sample_s: float) -> dict
                     break
             samples[name].append(elapsed / calls)
     return {name: statistics.median(values) for name, values in samples.items()}
-
-
-def tensor_bytes(args: Any) -> int:
-    """Bytes of the distinct storages behind the tensors in ``args`` (ComplexTensors: both parts)."""
-    seen: dict[int, int] = {}
-
-    def visit(x: Any) -> None:
-        if isinstance(x, ComplexTensor):
-            visit(x.re)
-            visit(x.im)
-        elif isinstance(x, torch.Tensor):
-            storage = x.untyped_storage()
-            seen[storage.data_ptr()] = storage.nbytes()
-        elif isinstance(x, (tuple, list)):
-            for item in x:
-                visit(item)
-
-    visit(args)
-    return sum(seen.values())
-
-
-def peak_memory(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, int]:
-    """The most CPU tensor memory one call of ``fn`` holds at once (see the module docstring)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        out = fn(*args)  # kept alive until the profile ends: the outputs count
-    events = [
-        e
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
-    ]
-    events.sort(key=lambda e: e.start_ns())
-    held = peak = 0
-    for e in events:
-        held += e.nbytes()  # > 0: an allocation, < 0: a free
-        peak = max(peak, held)
-    del out
-    inputs = tensor_bytes(args)
-    return {"inputs_bytes": inputs, "transient_peak_bytes": peak, "peak_bytes": inputs + peak}
 
 
 def bench(rounds: int, min_sample_s: float, workloads: list[str], log: Callable[[str], None]) -> list[dict]:

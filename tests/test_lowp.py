@@ -420,3 +420,34 @@ def test_eager_backward_of_real_part_needs_complex_mode() -> None:
         loss.backward()
     assert isinstance(z.grad, ComplexTensor) and z.grad.component_dtype == torch.bfloat16
     assert torch.equal(z.grad.re, (2 * z.detach()).re) and torch.equal(z.grad.im, (2 * z.detach()).im)
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+#: name: (program, shapes of its complex inputs, bound on the bfloat16 / complex64 peak memory
+#: ratio). Compiled, the FFT on the real path for both (the same algorithm), as in
+#: benchmarks/low_precision.py. Beyond a half: a matmul holds a third product part next to
+#: the two output parts (four real GEMMs into two outputs, 7/12) plus oneDNN's scratch; the
+#: FFT, its DFT matrices and GEMM scratch.
+MEMORY_CASES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]], float]] = {
+    "rotation": (lambda x, f: x * f, [(4, 256, 8, 32), (1, 256, 1, 32)], 0.52),
+    "matmul": (torch.matmul, [(8, 128, 128), (8, 128, 128)], 0.65),
+    "fft": (torch.fft.fft, [(16, 4096)], 0.62),
+}
+
+
+@pytest.mark.parametrize("case", list(MEMORY_CASES))
+def test_bfloat16_parts_halve_peak_memory(case: str) -> None:
+    # Peak tensor memory from the allocator's records: the same bytes on every run.
+    from torchcx.bench.memory import peak_memory
+
+    program, shapes, bound = MEMORY_CASES[case]
+    c64 = [native(*shape, seed=i) for i, shape in enumerate(shapes)]
+    bf16 = [torchcx.as_complex_tensor(x, torch.bfloat16) for x in c64]
+    peaks = []
+    with torchcx.config.patch(fft_path="real"):
+        for args in (c64, bf16):
+            fn = torchcx.compile(lambda *a: program(*a), dynamic=False)
+            fn(*args)
+            peaks.append(peak_memory(fn, tuple(args))["peak_bytes"])
+    assert peaks[1] <= bound * peaks[0], f"bfloat16 {peaks[1]} B, complex64 {peaks[0]} B"

@@ -48,9 +48,12 @@ loses all accuracy for large jk. A GEMM DFT accumulates n terms per output,
 an FFT log n; with the stages kept at or below 64 points the relative L2
 error stays within a small factor of pocketfft's at float32 (docs/fft.md has
 the table). Float16 and bfloat16 parts are computed in float32 (the twiddle
-multiplies and the stage outputs); the GEMM operands are the part dtype for
-bfloat16 (``gemm_dtype``: it is what bfloat16 GEMM units take, and bfloat16
-has float32's range), rounded once per stage.
+multiplies); the GEMM operands are the part dtype for bfloat16
+(``Plan.gemm``: it is what bfloat16 GEMM units take, and bfloat16 has
+float32's range), rounded once per stage. The stage buffers between the GEMMs
+then hold bfloat16 (the GEMM's operand and its output), so a compiled
+bfloat16 transform needs about half the memory of a complex64 one; float16
+stages stay float32 (see ``plan_for``).
 
 Constants inside a traced graph are lifted (``lift_fresh_copy``) so that the
 real graph holds them as graph constants; in eager mode they are used as they
@@ -267,18 +270,21 @@ def bluestein_length(n: int) -> int:
 # -- the transforms ----------------------------------------------------------------------------
 
 
-def _gemm(a: Tensor, b: Tensor, plan: Plan) -> Tensor:
-    """a @ b over the last axis of ``a`` as one 2-D GEMM, result in the computation dtype."""
+def _gemm(parts: list[Tensor], b: Tensor, plan: Plan) -> Tensor:
+    """[p0 | p1 | ...] @ b over the last axis as one 2-D GEMM, result in the computation dtype."""
+    # Each part is rounded to the GEMM dtype *before* the concatenation: Inductor
+    # materializes a cat, and a float32 cat of bfloat16 stages would hold twice the
+    # memory the bfloat16 operand needs (the stage buffers are what set the peak).
+    a = torch.cat([p.to(plan.gemm) for p in parts], -1) if len(parts) > 1 else parts[0].to(plan.gemm)
     lead = a.shape[:-1]
-    out = torch.mm(a.reshape(-1, a.shape[-1]).to(plan.gemm), b)
+    out = torch.mm(a.reshape(-1, a.shape[-1]), b)
     return out.reshape(*lead, b.shape[-1]).to(plan.compute)
 
 
 def _direct(xr: Tensor, xi: Tensor | None, n: int, sign: int, scale: float, real_out: bool, plan: Plan) -> Parts:
     """DFT_n over the last axis as one real GEMM (``xi`` None: a real input)."""
     b = _lifted(_dft_matrix(n, sign, scale, xi is None, real_out, plan.gemm, xr.device), xr)
-    a = xr if xi is None else torch.cat([xr, xi], -1)
-    out = _gemm(a, b, plan)
+    out = _gemm([xr] if xi is None else [xr, xi], b, plan)
     if real_out:
         return out, None
     return out[..., :n], out[..., n:]
@@ -374,7 +380,7 @@ def hermitian_to_real(xr: Tensor, xi: Tensor, n: int, scale: float, plan: Plan) 
         xr, xi = torch.nn.functional.pad(xr, pad), torch.nn.functional.pad(xi, pad)
     if n <= plan.max_direct:
         b = _lifted(_c2r_matrix(h, n, scale, plan.gemm, xr.device), xr)
-        return _gemm(torch.cat([xr, xi], -1), b, plan)
+        return _gemm([xr, xi], b, plan)
     mirror = slice(1, n - h + 1)
     fr = torch.cat([xr, xr[..., mirror].flip(-1)], -1)
     fi = torch.cat([xi, -xi[..., mirror].flip(-1)], -1)
