@@ -149,6 +149,19 @@ TOLERANCE: dict[str | tuple[str, torch.dtype], tuple[float, float, str]] = {
         "PyTorch's own OpInfo tolerance for complex64 baddbmm: rounding of 4 real GEMMs vs the native kernel, "
         "both ~1e-7 relative to |alpha||A||B| from complex128",
     ),
+    **{
+        (name, torch.complex64): (
+            1.3e-6,
+            atol,
+            "a component that cancels, compared componentwise (all samples, compiled: "
+            f"{where}): torchcx and eager are each ~1e-7 of |z| from complex128, torchcx the closer",
+        )
+        for name, atol, where in (
+            ("matmul", 5e-5, "sample 9, |z| = 396, torchcx 3.2e-5 and eager 3.7e-5 off"),
+            ("__rmatmul__", 5e-5, "sample 9, |z| = 396, torchcx 3.2e-5 and eager 3.7e-5 off"),
+            ("nn.functional.conv2d", 3e-5, "sample 26, |z| = 313, torchcx 2.0e-5 and eager 6.7e-5 off"),
+        )
+    },
 }
 
 
