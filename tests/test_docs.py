@@ -1,0 +1,59 @@
+"""The Python examples in README.md and docs/*.md run, so the docs cannot rot.
+
+Each file's ```python blocks run in order in one namespace (a later block may
+use what an earlier one made), with torchcx's config restored after the file;
+blocks written as an interactive session (``>>>``) run as doctests, so their
+printed output is checked too. A block that is an excerpt rather than a program
+(``adding-an-op.md`` shows registrations as they appear inside ``torchcx.ops``)
+is fenced ```python fragment and skipped. Output blocks are ```text.
+"""
+
+from __future__ import annotations
+
+import doctest
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import torchcx
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: A fenced block: info string (language and words after it), then the code.
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
+
+
+def python_blocks(path: Path) -> list[tuple[int, str]]:
+    """(line, code) of each runnable Python block of ``path``."""
+    text = path.read_text()
+    blocks = []
+    for match in FENCE.finditer(text):
+        info = match.group(1).split()
+        if info[:1] == ["python"] and "fragment" not in info[1:]:
+            blocks.append((text.count("\n", 0, match.start(2)) + 1, match.group(2)))
+    return blocks
+
+
+def _run_doctest(code: str, namespace: dict[str, Any], name: str, line: int) -> None:
+    test = doctest.DocTestParser().get_doctest(code, namespace, name, name, line)
+    output: list[str] = []
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = runner.run(test, out=output.append, clear_globs=False)
+    assert result.failed == 0, "".join(output)
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if python_blocks(p)], ids=lambda p: p.name)
+def test_doc_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # an example may write files
+    config = torchcx.config
+    settings = {name: getattr(config, name) for name in config._DEFAULTS}
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    with config.patch(**settings):  # restores whatever an example sets
+        for line, code in python_blocks(path):
+            name = f"{path.name}:{line}"
+            if code.lstrip().startswith(">>>"):
+                _run_doctest(code, namespace, name, line)
+            else:
+                exec(compile(code, name, "exec"), namespace)
