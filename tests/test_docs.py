@@ -1,4 +1,4 @@
-"""The Python examples in README.md and docs/*.md run, so the docs cannot rot.
+"""The Python examples in README.md, docs/*.md and torchcx's docstrings run, so the docs cannot rot.
 
 Each file's ```python blocks run in order in one namespace (a later block may
 use what an earlier one made), with torchcx's config restored after the file;
@@ -6,11 +6,13 @@ blocks written as an interactive session (``>>>``) run as doctests, so their
 printed output is checked too. A block that is an excerpt rather than a program
 (``adding-an-op.md`` shows registrations as they appear inside ``torchcx.ops``)
 is fenced ```python fragment and skipped. Output blocks are ```text.
+Docstring examples (``>>>``) run as doctests of their module.
 """
 
 from __future__ import annotations
 
 import doctest
+import importlib
 import re
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,14 @@ import torchcx
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SRC = Path(torchcx.__file__).resolve().parent
+#: torchcx's modules with docstring examples.
+MODULES = sorted(
+    ".".join(("torchcx", *path.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
+    for path in SRC.rglob("*.py")
+    if ">>>" in path.read_text()
+)
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 #: A fenced block: info string (language and words after it), then the code.
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
 
@@ -39,7 +49,7 @@ def python_blocks(path: Path) -> list[tuple[int, str]]:
 def _run_doctest(code: str, namespace: dict[str, Any], name: str, line: int) -> None:
     test = doctest.DocTestParser().get_doctest(code, namespace, name, name, line)
     output: list[str] = []
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
     result = runner.run(test, out=output.append, clear_globs=False)
     assert result.failed == 0, "".join(output)
 
@@ -57,3 +67,14 @@ def test_doc_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.Monkey
                 _run_doctest(code, namespace, name, line)
             else:
                 exec(compile(code, name, "exec"), namespace)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_docstring_examples_run(module: str) -> None:
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=FLAGS)
+    output: list[str] = []
+    tests = finder.find(importlib.import_module(module))
+    for test in tests:
+        runner.run(test, out=output.append)
+    assert sum(len(t.examples) for t in tests) > 0, f"{module}: no examples found"
+    assert runner.failures == 0, "".join(output)

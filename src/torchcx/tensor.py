@@ -233,7 +233,7 @@ class ComplexTensor(_PlanarBase):
         >>> import torch, torchcx
         >>> z = torchcx.complex(torch.tensor([1.0, 2.0]), torch.tensor([0.5, -1.0]))
         >>> (z * 1j).exp()
-        ComplexTensor([0.4750+0.7398j, 0.5403+0.8415j])
+        ComplexTensor([ 0.3277+0.5104j, -1.1312+2.4717j])
     """
 
     @staticmethod
