@@ -28,6 +28,7 @@ import torchcx
 from compile_harness import record_inductor_graphs
 from lowp_harness import error_in_ulps, high, rounded
 from torchcx import ComplexTensor
+from torchcx.bench.memory import peak_memory
 
 PARTS = [torch.bfloat16, torch.float16]
 C64 = torch.complex64
@@ -439,8 +440,6 @@ MEMORY_CASES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]], float]]
 @pytest.mark.parametrize("case", list(MEMORY_CASES))
 def test_bfloat16_parts_halve_peak_memory(case: str) -> None:
     # Peak tensor memory from the allocator's records: the same bytes on every run.
-    from torchcx.bench.memory import peak_memory
-
     program, shapes, bound = MEMORY_CASES[case]
     c64 = [native(*shape, seed=i) for i, shape in enumerate(shapes)]
     bf16 = [torchcx.as_complex_tensor(x, torch.bfloat16) for x in c64]

@@ -225,9 +225,7 @@ def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) ->
     leaves = [x for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
     inputs = {StorageWeakRef(t.untyped_storage()) for t in tensors}
     results = []
-    for x in leaves:
-        if x.is_complex():
-            x = _layout.to_real(x.resolve_conj().resolve_neg())
+    for x in map(_real_result, leaves):
         if StorageWeakRef(x.untyped_storage()) in inputs:
             x = x.clone()  # a custom op's outputs may not alias its inputs
         results.append(x)
@@ -238,12 +236,13 @@ def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) ->
 def _extern_kernel_fake(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
     args, kwargs = decode(spec, tensors, ints)
     out = _op_from_name(op)(*args, **kwargs)
-    # As the kernel: a result may be a conj view (lu_solve(adjoint=True, left=False) returns one).
-    return [
-        (_layout.to_real(x.resolve_conj().resolve_neg()) if x.is_complex() else x).clone()
-        for x in tree_flatten(out)[0]
-        if isinstance(x, Tensor)
-    ]
+    return [_real_result(x).clone() for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
+
+
+def _real_result(x: Tensor) -> Tensor:
+    """A kernel result as the real tensor the graph receives; a complex result may be a conj
+    view (lu_solve(adjoint=True, left=False) returns one), resolved first."""
+    return _layout.to_real(x.resolve_conj().resolve_neg()) if x.is_complex() else x
 
 
 def _call_traced(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
