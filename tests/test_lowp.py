@@ -425,21 +425,28 @@ def test_eager_backward_of_real_part_needs_complex_mode() -> None:
 
 # -- memory --------------------------------------------------------------------------------------
 
-#: name: (program, shapes of its complex inputs, bound on the bfloat16 / complex64 peak memory
-#: ratio). Compiled, the FFT on the real path for both (the same algorithm), as in
-#: benchmarks/low_precision.py. Beyond a half: a matmul holds a third product part next to
-#: the two output parts (four real GEMMs into two outputs, 7/12) plus oneDNN's scratch; the
-#: FFT, its DFT matrices and GEMM scratch.
+#: name: (program, shapes of its complex inputs, bound on the bfloat16 / complex64 ratio of the
+#: program's peak memory). Compiled, the FFT on the real path for both (the same algorithm), as in
+#: benchmarks/low_precision.py. Each bound follows from the buffers the compiled program holds at
+#: its peak, which depend on the graph only (library scratch is left out: Note [Library scratch in
+#: memory figures]):
+#: * rotation: inputs and output, the same elements at half the bytes: exactly 1/2;
+#: * matmul (8x128x128 @ 8x128x128, M = one complex64 matrix batch): complex64 holds 2M of inputs and
+#:   M of output; bfloat16 parts hold M of inputs, two output parts (M/2) and one product part
+#:   beside them (four real GEMMs written into two outputs, M/4): (M + 3M/4) / 3M = 7/12;
+#: * fft (16x4096): the data buffers (input, one stage buffer, output) at half the bytes, plus the
+#:   bfloat16 DFT matrices of the stages (2 x 128x128, 64 KiB, 4% of complex64's 1.5 MiB): 0.55.
 MEMORY_CASES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]], float]] = {
-    "rotation": (lambda x, f: x * f, [(4, 256, 8, 32), (1, 256, 1, 32)], 0.52),
-    "matmul": (torch.matmul, [(8, 128, 128), (8, 128, 128)], 0.65),
-    "fft": (torch.fft.fft, [(16, 4096)], 0.62),
+    "rotation": (lambda x, f: x * f, [(4, 256, 8, 32), (1, 256, 1, 32)], 1 / 2),
+    "matmul": (torch.matmul, [(8, 128, 128), (8, 128, 128)], 7 / 12),
+    "fft": (torch.fft.fft, [(16, 4096)], 0.55),
 }
 
 
 @pytest.mark.parametrize("case", list(MEMORY_CASES))
 def test_bfloat16_parts_halve_peak_memory(case: str) -> None:
-    # Peak tensor memory from the allocator's records: the same bytes on every run.
+    # The program's peak tensor memory from the allocator's records: the same bytes on every
+    # run and every CPU (a GEMM library's scratch, which differs by CPU, is left out).
     program, shapes, bound = MEMORY_CASES[case]
     c64 = [native(*shape, seed=i) for i, shape in enumerate(shapes)]
     bf16 = [torchcx.as_complex_tensor(x, torch.bfloat16) for x in c64]
@@ -448,5 +455,7 @@ def test_bfloat16_parts_halve_peak_memory(case: str) -> None:
         for args in (c64, bf16):
             fn = torchcx.compile(lambda *a: program(*a), dynamic=False)
             fn(*args)
-            peaks.append(peak_memory(fn, tuple(args))["peak_bytes"])
-    assert peaks[1] <= bound * peaks[0], f"bfloat16 {peaks[1]} B, complex64 {peaks[0]} B"
+            peaks.append(peak_memory(fn, tuple(args))["program_peak_bytes"])
+    assert peaks[1] <= bound * peaks[0], (
+        f"bfloat16 {peaks[1]} B, complex64 {peaks[0]} B: ratio {peaks[1] / peaks[0]:.3f}"
+    )
