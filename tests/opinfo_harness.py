@@ -7,6 +7,7 @@ compared with wider tolerances is data: see ``expectations.py``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from torch.testing._internal.opinfo.core import BinaryUfuncInfo, OpInfo, Reducti
 from torch.utils._pytree import tree_flatten, tree_map
 
 import torchcx
+from accuracy import UNIT_ROUNDOFF, can_widen, check_against_reference, widened
 from torchcx import ComplexTensor, RealView
 
 COMPLEX_DTYPES = (torch.complex64, torch.complex128)
@@ -215,7 +217,8 @@ def run_samples(
     for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=False)):
         if max_samples is not None and i >= max_samples:
             break
-        native_in = clone_inputs((sample.input, sample.args, sample.kwargs))
+        pristine = clone_inputs((sample.input, sample.args, sample.kwargs))
+        native_in = clone_inputs(pristine)
         try:
             expected = op(native_in[0], *native_in[1], **native_in[2])
             expected_error = None
@@ -234,11 +237,39 @@ def run_samples(
             outcome.failure = f"sample {i}: eager raised {type(expected_error).__name__} ({_first_line(expected_error)}) but torchcx did not"
             return outcome
         try:
-            assert_same(to_native(actual), expected, rtol, atol, metadata_only)
+            check_against_reference(
+                functools.partial(assert_same, to_native(actual), expected, rtol, atol, metadata_only),
+                to_native(actual),
+                expected,
+                # from a fresh copy of the sample: an in-place op has changed native_in
+                functools.partial(native_reference, op, pristine, metadata_only),
+                rtol,
+                atol,
+                conditioning_bound(op_id(op), dtype, pristine),
+            )
         except AssertionError as e:
             outcome.failure = f"sample {i} {_describe_sample(sample)}: {_first_line(e, 3)}"
             return outcome
     return outcome
+
+
+def native_reference(op: Any, sample: tuple[Any, Any, Any], metadata_only: bool) -> Any:
+    """The op natively on the sample widened to complex128/float64 (Note [Tolerances from error analysis])."""
+    if metadata_only or not can_widen(sample):
+        raise ValueError("no wider reference for this sample")
+    inp, args, kwargs = widened(sample)
+    return op(inp, *args, **kwargs)
+
+
+def conditioning_bound(name: str, dtype: torch.dtype, sample: tuple[Any, Any, Any]) -> Callable[[Any], Any] | None:
+    """The closed-form error bound of expectations.CONDITIONING for this op, if it lists one."""
+    from expectations import CONDITIONING
+
+    entry = CONDITIONING.get(name)
+    if entry is None or dtype not in UNIT_ROUNDOFF:
+        return None
+    kappa = entry[0]
+    return lambda ref: tree_map(lambda _: 8 * UNIT_ROUNDOFF[dtype] * kappa(*widened(sample)), ref)
 
 
 def run_eager(op: OpInfo, inp: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -38,14 +38,16 @@ from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 import torchcx
+from accuracy import check_against_reference, widened
 from compile_harness import record_inductor_graphs
 from expectations import lookup, lookup_autograd
-from opinfo_harness import Outcome, assert_same, complex_ops, op_id, record, to_native
+from opinfo_harness import Outcome, assert_same, complex_ops, conditioning_bound, op_id, record, to_native
 from torchcx import ComplexTensor
 from torchcx.explain import _capture
 
 FULL = os.environ.get("TORCHCX_OPINFO_FULL") == "1"
 DTYPE = torch.complex64
+NARROWER = {torch.complex128: torch.complex64, torch.float64: torch.float32}
 OPS = [op for op in complex_ops() if op.supports_autograd and DTYPE in op.supported_backward_dtypes("cpu")]
 
 
@@ -118,6 +120,21 @@ def through_complex_tensor(sample: Sample, seed: int) -> tuple[Any, Any]:
     cots = [as_complex_tensor(c) for c in cotangents(outs, seed)]
     grads = torch.autograd.grad(outs, tensors, cots, allow_unused=True)
     return outputs, grads
+
+
+def reference_gradients(sample: Sample, seed: int) -> tuple[Any, list[torch.Tensor | None]]:
+    """Outputs and gradients of the sample in complex128/float64: the same values, widened, and the
+    same cotangents (drawn for the complex64 outputs, then widened)."""
+    leaves, tensors = sample.fresh_leaves(widened)
+    outputs = sample.function(leaves)(*tensors)
+    outs = differentiable(outputs)
+    narrow = [o.detach().to(NARROWER.get(o.dtype, o.dtype)) for o in outs]
+    grads = torch.autograd.grad(outs, tensors, widened(cotangents(narrow, seed)), allow_unused=True)
+    return outputs, list(grads)
+
+
+def _item(make: Callable[[], Sequence[Any]], i: int) -> Any:
+    return make()[i]
 
 
 def python_function(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,8 +218,19 @@ def compare_gradients(
         if expected_error is not None:
             outcome.failure = f"{where}: eager raised {_describe_error(expected_error)} but torchcx did not"
             return outcome
+        # Note [Tolerances from error analysis]: where eager and torchcx differ, both are
+        # judged against the same sample differentiated in complex128 (computed once, lazily).
+        reference = functools.cache(functools.partial(reference_gradients, sample, seed))
         try:
-            assert_same(to_native(actual), expected, rtol, atol)
+            check_against_reference(
+                functools.partial(assert_same, to_native(actual), expected, rtol, atol),
+                to_native(actual),
+                expected,
+                functools.partial(_item, reference, 0),
+                rtol,
+                atol,
+                conditioning_bound(op_id(op), DTYPE, (raw.input, raw.args, raw.kwargs)),
+            )
         except AssertionError as e:
             outcome.forward_failure = outcome.failure = f"{where}, forward: {_first_line(e, 3)}"
             return outcome
@@ -210,7 +238,14 @@ def compare_gradients(
             requires = [t.requires_grad for t in tree_flatten(actual)[0] if isinstance(t, torch.Tensor)]
             expected_requires = [t.requires_grad for t in tree_flatten(expected)[0] if isinstance(t, torch.Tensor)]
             assert requires == expected_requires, f"outputs requiring grad: {requires}, eager {expected_requires}"
-            assert_same(to_native(list(grads)), list(expected_grads), rtol, atol)
+            check_against_reference(
+                functools.partial(assert_same, to_native(list(grads)), list(expected_grads), rtol, atol),
+                to_native(list(grads)),
+                list(expected_grads),
+                functools.partial(_item, reference, 1),
+                rtol,
+                atol,
+            )
         except AssertionError as e:
             outcome.failure = f"{where}, gradients: {_first_line(e, 3)}"
             return outcome
