@@ -346,6 +346,34 @@ class ComplexTensor(_PlanarBase):
 
         return ops.to_component_dtype(self, dtype)
 
+    # -- FSDP2 (fully_shard) all-gather extension ---------------------------------------
+    # FSDP2 allocates its all-gather buffers and unsharded parameters from the reported
+    # dtype, and complex32 would mean float16 parts (Note [dtype of a ComplexTensor]).
+    # With these two methods it all-gathers the parts as real tensors instead and lets
+    # the ComplexTensor rebuild itself from them: bfloat16 parts travel as bfloat16.
+    # See docs/distributed.md.
+
+    def fsdp_pre_all_gather(
+        self, mesh: Any, outer_size: Any, outer_stride: Any, module: Any, mp_policy: Any
+    ) -> tuple[tuple[Tensor, Tensor], None]:
+        """The real tensors FSDP2 all-gathers for this (sharded) parameter: its two parts.
+
+        A ``MixedPrecisionPolicy(param_dtype=...)`` naming a part dtype
+        (``torch.bfloat16``) or a complex dtype (``torch.complex64``) converts the
+        parts before the all-gather, so the unsharded parameter computes in it.
+        """
+        part = _policy_part(getattr(mp_policy, "param_dtype", None)) or self.re.dtype
+        return (self.re.to(part).contiguous(), self.im.to(part).contiguous()), None
+
+    def fsdp_post_all_gather(
+        self, all_gather_outputs: tuple[Tensor, ...], metadata: Any, param_dtype: Any, *, out: Any = None
+    ) -> tuple[ComplexTensor, tuple[Tensor, ...]] | None:
+        """The unsharded parameter over the all-gathered parts (no copy)."""
+        re, im = all_gather_outputs
+        if out is not None:  # FSDP re-allocated the parts' storage, which ``out`` views
+            return None
+        return ComplexTensor(re, im), (re, im)
+
     # Methods that read data straight from memory in C++ (no dispatch).
     def tolist(self) -> Any:
         return self._printable().tolist()
@@ -528,3 +556,12 @@ class _Complex(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, Tensor]:
         return torch.real(grad), torch.imag(grad)
+
+
+def _policy_part(dtype: torch.dtype | None) -> torch.dtype | None:
+    """The part dtype a mixed-precision policy's dtype names for complex values (None: keep)."""
+    if dtype is None:
+        return None
+    if dtype.is_complex:
+        return _COMPONENT_OF[dtype]
+    return dtype if dtype in COMPONENT_DTYPES else None

@@ -6,7 +6,12 @@ it to its family's table; the OpInfo conformance tests find it automatically.
 See Note [How an op is resolved] in ``_registry``.
 """
 
+import torch
+
 from . import comparison, creation, extern, fft, indexing, linalg, pointwise, reductions, views  # noqa: F401  (registers the tables)
+
+if torch.distributed.is_available():  # collectives on the parts (a torch built without distributed has no c10d ops)
+    from . import distributed  # noqa: F401
 from ._registry import DECOMPOSITION_DENYLIST, ComplexMode, describe_args, dispatch, register, registered_ops, resolve
 from .creation import to_component_dtype
 
