@@ -10,16 +10,19 @@ range lost). See docs/distributed.md.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
-from .tensor import ComplexTensor, _policy_part
+from .tensor import ComplexTensor, _PlanarBase, _policy_part
 
-__all__ = ["ComplexReduceScatter", "fully_shard"]
+__all__ = ["CollectiveBytes", "ComplexReduceScatter", "fully_shard"]
 
 
 def _reduce_scatter_base() -> type:
@@ -98,3 +101,51 @@ def fully_shard(module: nn.Module, **kwargs: Any) -> nn.Module:
     if part is not None:
         sharded.set_custom_reduce_scatter(ComplexReduceScatter(part))
     return sharded
+
+
+#: The arguments holding what each rank contributes to a collective (what it sends).
+_INPUT_ARGUMENTS = frozenset({"tensors", "input_tensors", "input_tensor", "input_list", "inputs", "input", "tensor"})
+
+
+#: Ops in those namespaces that send nothing.
+_NOT_COLLECTIVES = frozenset({"wait_tensor", "_wrap_tensor_autograd", "barrier", "monitored_barrier_"})
+
+
+class CollectiveBytes(TorchDispatchMode):
+    """Counts the bytes this process contributes to collectives while active.
+
+    For every c10d or functional collective, the bytes of its input tensors
+    (what the rank sends: the tensor of an all-reduce or a broadcast, the
+    shard of an all-gather, the full buffer of a reduce-scatter).
+    ComplexTensor parts count in their dtype, as they travel; a native complex
+    tensor counts 8 bytes per complex64 element. Eager code only (Dynamo does
+    not trace under a dispatch mode). ``bytes`` is the total, ``by_op`` the
+    split per op::
+
+        with CollectiveBytes() as sent:
+            train_step()
+        print(sent.bytes, dict(sent.by_op))
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+        self.by_op: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        kwargs = kwargs or {}
+        if func.namespace in ("c10d", "_c10d_functional") and func.__name__.split(".")[0] not in _NOT_COLLECTIVES:
+            names = [a.name for a in func._schema.arguments]
+            bound = dict(zip(names, args)) | kwargs
+            sent = sum(_nbytes(t) for n, v in bound.items() if n in _INPUT_ARGUMENTS for t in tree_leaves(v))
+            self.bytes += sent
+            self.by_op[func.__name__] += sent
+        return func(*args, **kwargs)
+
+
+def _nbytes(t: Any) -> int:
+    if isinstance(t, _PlanarBase):
+        return 2 * t.re.numel() * t.re.element_size()
+    if isinstance(t, torch.Tensor):
+        return t.numel() * t.element_size()
+    return 0

@@ -51,6 +51,11 @@ DECOMPOSITION_DENYLIST: dict[OpOverloadPacket, str] = {}
 #: Filled by ``register_extern``; the compile backend and ``explain`` read it.
 EXTERN_OPS: set[OpOverloadPacket] = set()
 
+#: Ops a RealView (``view_as_real`` of planar parts) runs through an implementation of their
+#: own rather than on a materialized copy: collectives, which ``torch.distributed`` calls on
+#: ``view_as_real`` of a complex tensor and which write their results later (``distributed``).
+REAL_VIEW_OPS: dict[OpOverload, Impl] = {}
+
 #: Ops that can make complex results from real inputs (``_fft_r2c``, ``linalg_eig``).
 #: ``ComplexMode`` routes them to torchcx even when no argument is complex.
 REAL_TO_COMPLEX_OPS: set[OpOverloadPacket] = set()

@@ -47,9 +47,11 @@ from torch import Tensor
 from torch._ops import OpOverload
 from torch.utils._pytree import tree_leaves, tree_map
 
-from ..tensor import ComplexTensor, _interleaved_pair
+from ..tensor import ComplexTensor, _interleaved_pair, _PlanarBase
 from ._common import register
+from ._registry import REAL_VIEW_OPS
 
+aten = torch.ops.aten
 c10d = torch.ops.c10d
 functional = torch.ops._c10d_functional
 
@@ -85,34 +87,44 @@ def _check_reduce_op(op: OpOverload, reduce_op: Any, tensors: Any) -> None:
 # -- carriers (in-place c10d ops) ------------------------------------------------------------
 
 
-def _carrier(z: ComplexTensor) -> tuple[Tensor, bool]:
-    """A contiguous real ``(*z.shape, 2)`` tensor with z's values, and whether it is z's memory."""
+def _carrier(z: _PlanarBase) -> tuple[Tensor, bool]:
+    """A contiguous real ``(*z.shape, 2)`` tensor with z's values, and whether it is z's memory.
+
+    For a RealView (``view_as_real`` of planar parts, what ``torch.distributed``
+    passes for a complex tensor) the same tensor: its shape already has the 2.
+    """
     pair = _interleaved_pair(z.re, z.im)
     if pair is not None and pair.is_contiguous():
         return pair, True
     return torch.stack([z.re, z.im], dim=-1), False
 
 
-def _in_place_collective(op: OpOverload, written: tuple[str, ...]) -> Callable[..., Any]:
-    """An implementation of in-place c10d op ``op`` on carriers; ``written`` names its output arguments."""
+def _in_place_collective(op: OpOverload, written: tuple[str, ...], *, real_view: bool) -> Callable[..., Any]:
+    """An implementation of in-place c10d op ``op`` on carriers; ``written`` names its output arguments.
+
+    ``real_view``: the implementation RealViews dispatch to. ``torch.distributed``
+    passes ``view_as_real`` of every complex tensor, which is a plain real tensor
+    for interleaved parts, so plain real tensors may sit next to RealViews there;
+    next to a ComplexTensor they mean ranks or arguments disagree.
+    """
     names = [a.name for a in op._schema.arguments]
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(names, args)) | kwargs
-        if "reduce_op" in bound:
+        if "reduce_op" in bound and not real_view:
+            # A RealView is a real tensor to its user (MAX of view_as_real is componentwise);
+            # torch.distributed refuses MAX and friends on complex tensors before viewing them.
             _check_reduce_op(op, bound["reduce_op"], list(bound.values()))
-        if not any(isinstance(t, ComplexTensor) for t in tree_leaves(bound)):
-            return op(**bound)
-        copied: list[tuple[ComplexTensor, Tensor]] = []
+        copied: list[tuple[_PlanarBase, Tensor]] = []
 
         def to_carrier(written_arg: bool) -> Callable[[Any], Any]:
             def one(x: Any) -> Any:
-                if isinstance(x, ComplexTensor):
+                if isinstance(x, _PlanarBase):
                     carrier, aliases = _carrier(x)
                     if written_arg and not aliases:
                         copied.append((x, carrier))
                     return carrier
-                if isinstance(x, Tensor):
+                if isinstance(x, Tensor) and not real_view:
                     raise TypeError(
                         f"torchcx: {op} mixes complex and real tensors ({x.dtype}); "
                         "every rank's tensors must be complex"
@@ -122,7 +134,7 @@ def _in_place_collective(op: OpOverload, written: tuple[str, ...]) -> Callable[.
             return one
 
         real = {
-            n: tree_map(to_carrier(n in written), v) if any(isinstance(t, ComplexTensor) for t in tree_leaves(v)) else v
+            n: tree_map(to_carrier(n in written), v) if any(isinstance(t, _PlanarBase) for t in tree_leaves(v)) else v
             for n, v in bound.items()
         }
         result = op(**real)
@@ -162,7 +174,8 @@ _IN_PLACE: dict[OpOverload, tuple[str, ...]] = {
 }
 
 for _op, _written in _IN_PLACE.items():
-    register(_op)(_in_place_collective(_op, _written))
+    register(_op)(_in_place_collective(_op, _written, real_view=False))
+    REAL_VIEW_OPS[_op] = _in_place_collective(_op, _written, real_view=True)
 
 
 # -- functional collectives (torch.compile, DTensor) -----------------------------------------
@@ -340,3 +353,12 @@ def _wrap_tensor_autograd_impl(x: ComplexTensor) -> ComplexTensor:
 import torch.distributed._functional_collectives  # noqa: E402  (defines the op)
 
 register(functional._wrap_tensor_autograd.default)(_wrap_tensor_autograd_impl)
+
+
+# -- what torch.distributed.checkpoint asks of a tensor --------------------------------------------
+
+
+@register(aten.is_pinned.default)
+def is_pinned_impl(x: ComplexTensor, device: Any = None) -> bool:
+    # The checkpoint planner records whether each tensor is in pinned memory.
+    return x.re.is_pinned(device) and x.im.is_pinned(device)

@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_map
 
 from ..tensor import ComplexTensor, RealView, _interleaved_pair, element_unit
 from ._common import partwise
-from ._registry import dispatch, register
+from ._registry import REAL_VIEW_OPS, dispatch, register
 
 aten = torch.ops.aten
 
@@ -236,6 +236,8 @@ _LEADING_DIM_VIEWS = {
 
 def dispatch_real_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``func`` where some arguments are RealViews (Note [view_as_real of a planar tensor])."""
+    if func in REAL_VIEW_OPS:
+        return REAL_VIEW_OPS[func](*args, **kwargs)
     view = args[0] if args and isinstance(args[0], RealView) else None
     if view is not None and not kwargs:
         last = view.dim() - 1
