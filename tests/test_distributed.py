@@ -18,6 +18,10 @@ Tolerances, from how the two runs round:
   (6.1e-5) rounds, and the two runs halve at different points (the
   reference its loss, DDP and FSDP the summed gradient); Adam turns such a
   difference into at most a rounding of a parameter: one float16 ulp.
+* FSDP2 mixed precision (float32-part master weights, ``MixedPrecisionPolicy(
+  param_dtype=torch.bfloat16)``): the reference computes with bfloat16 copies
+  of the masters and steps the masters with the summed bfloat16 gradients,
+  converted to float32 (exact): equal.
 * Tensor parallelism splits each matrix product into two partial products,
   rounded on each rank and summed by an all-reduce, where one process rounds
   the full product once: different rounding. In complex64 that is float32
@@ -59,7 +63,12 @@ pytestmark = pytest.mark.skipif(
 WORLD = 2
 STEPS = 3
 N = 16
-PARTS: dict[str, torch.dtype | None] = {"complex64": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PARTS: dict[str, torch.dtype | None] = {
+    "complex64": None,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
 
 #: name: (engine, part, compiled with torchcx). Compiled runs cost the most here (2 cores),
 #: so eager runs cover the other part dtypes.
@@ -70,6 +79,8 @@ SCENARIOS: dict[str, tuple[str, str, bool]] = {
     "fsdp-complex64-compiled": ("fsdp", "complex64", True),
     "fsdp-bfloat16-compiled": ("fsdp", "bfloat16", True),
     "fsdp-float16": ("fsdp", "float16", False),
+    # float32 master weights (float32 parts), computed and communicated in bfloat16 parts
+    "fsdp-mixed-bfloat16-compiled": ("fsdp-mixed", "float32", True),
     "tp-complex64-compiled": ("tp", "complex64", True),
     "tp-bfloat16-compiled": ("tp", "bfloat16", True),
 }
@@ -161,7 +172,12 @@ def _distributed(engine: str, part: torch.dtype | None, compiled: bool, rank: in
         half = x.shape[0] // WORLD
         x, y = x[rank * half : (rank + 1) * half], y[rank * half : (rank + 1) * half]
         model = SpectralNet(part)
-        if engine == "ddp":
+        if engine == "fsdp-mixed":
+            from torch.distributed.fsdp import MixedPrecisionPolicy
+
+            wrapped = torchcx.distributed.fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+            x, y = x.with_component_dtype(torch.bfloat16), y.with_component_dtype(torch.bfloat16)
+        elif engine == "ddp":
             # bfloat16 parts: the Python reducer (the C++ one makes float16-part buckets)
             mode = "python_reducer" if part == torch.bfloat16 else "ddp_optimizer"
             with torch._dynamo.config.patch(optimize_ddp=mode):
@@ -222,6 +238,7 @@ def _worker(rank: int, port: int, out: str) -> None:
         results["checkpoint-bfloat16"] = _checkpoint_resume(torch.bfloat16, os.path.join(out, "checkpoint"))
         for part in ("complex64", "bfloat16"):
             results[f"bytes-{part}"] = _step_bytes(PARTS[part])
+        results["refusals"] = _refusals()
         if rank == 0:
             torch.save(results, os.path.join(out, "results.pt"))
     finally:
@@ -242,6 +259,32 @@ def _step_bytes(part: torch.dtype | None) -> dict[str, int]:
         loss_fn(ddp, x, y).backward()
         loss_fn(fsdp, x, y).backward()
     return dict(sent.by_op)
+
+
+def _refusals() -> list[str]:
+    """The errors of reductions that are not componentwise on complex values."""
+    z = torchcx.as_complex_tensor(torch.ones(4, dtype=torch.complex64), torch.bfloat16)
+    group = dist.group.WORLD
+    calls = [
+        lambda: torch.ops._c10d_functional.all_reduce(z, "max", group.group_name),
+        lambda: torch.ops._c10d_functional.reduce_scatter_tensor(z, "product", WORLD, group.group_name),
+        lambda: _allreduce_min(z, group),
+    ]
+    errors = []
+    for call in calls:
+        try:
+            call()
+        except ValueError as e:
+            errors.append(str(e))
+    return errors
+
+
+def _allreduce_min(z: torch.Tensor, group: dist.ProcessGroup) -> None:
+    # the in-place c10d op through the process group (torch.distributed.all_reduce refuses
+    # MIN on a complex tensor itself, before any torchcx code runs)
+    options = dist.AllreduceOptions()
+    options.reduceOp = dist.ReduceOp.MIN
+    group.allreduce([z], options)
 
 
 def _free_port() -> int:
@@ -267,6 +310,8 @@ def _single(engine: str, part: torch.dtype | None, compiled: bool) -> dict[str, 
     opt = optimizer(engine, model, part)
     x, y = batch(part)
     half = x.shape[0] // WORLD
+    if engine == "fsdp-mixed":
+        return _single_mixed(model, opt, compiled)
     for _ in range(STEPS):
         opt.zero_grad()
         if engine == "tp":
@@ -276,6 +321,27 @@ def _single(engine: str, part: torch.dtype | None, compiled: bool) -> dict[str, 
                 (loss_fn(step, x[r * half : (r + 1) * half], y[r * half : (r + 1) * half]) / WORLD).backward()
         opt.step()
     return {k: v.detach() for k, v in model.state_dict().items()}
+
+
+def _single_mixed(master: nn.Module, opt: torch.optim.Optimizer, compiled: bool) -> dict[str, torch.Tensor]:
+    """Mixed precision by hand: bfloat16 copies of the float32 masters compute; their
+    gradients, summed in bfloat16 as FSDP2 reduce-scatters them, step the masters."""
+    low = SpectralNet(torch.bfloat16)
+    step = torchcx.compile(low) if compiled else low
+    x, y = (t.with_component_dtype(torch.bfloat16) for t in batch(torch.float32))
+    half = x.shape[0] // WORLD
+    for _ in range(STEPS):
+        opt.zero_grad()
+        low.zero_grad()
+        with torch.no_grad():
+            for p, q in zip(low.parameters(), master.parameters()):
+                p.copy_(q.with_component_dtype(torch.bfloat16))
+        for r in range(WORLD):
+            (loss_fn(step, x[r * half : (r + 1) * half], y[r * half : (r + 1) * half]) / WORLD).backward()
+        for p, q in zip(low.parameters(), master.parameters()):
+            q.grad = p.grad.with_component_dtype(torch.float32)
+        opt.step()
+    return {k: v.detach() for k, v in master.state_dict().items()}
 
 
 def _values(t: torch.Tensor) -> torch.Tensor:
@@ -313,6 +379,13 @@ def test_matches_single_process(name: str, distributed_runs: dict[str, Any]) -> 
 
 def test_checkpoint_resume(distributed_runs: dict[str, Any]) -> None:
     assert distributed_runs["checkpoint-bfloat16"] is True
+
+
+def test_non_componentwise_reductions_are_refused(distributed_runs: dict[str, Any]) -> None:
+    errors = distributed_runs["refusals"]
+    assert len(errors) == 3, errors
+    for error, name in zip(errors, ["max", "product", "MIN"]):
+        assert name in error and "bfloat16" in error and "only SUM and AVG" in error, error
 
 
 def test_bfloat16_parts_send_half_the_bytes(distributed_runs: dict[str, Any]) -> None:
