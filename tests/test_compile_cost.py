@@ -1,0 +1,93 @@
+"""Compile-time structure: Inductor's code generation stays linear in the real graph's size.
+
+Structural checks, never timings (Note [Bounded inlining] in torchcx/_inductor_patches.py):
+the ops Inductor traces into its loop bodies, counted against the nodes of the real graph.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._inductor import ir, loop_body
+from torch._inductor.utils import run_and_get_code
+
+import torchcx
+from torchcx import _inductor_patches, backend
+
+
+def compile_and_count(fn, *args):
+    """(ops traced into Inductor loop bodies, nodes of the real graphs, generated code)."""
+    traced = 0
+    init = loop_body.LoopBodyBlock.__init__
+
+    def counting_init(self, *a, **k):
+        nonlocal traced
+        init(self, *a, **k)
+        traced += len(self.graph.nodes)
+
+    report = backend.CompileReport()
+    backend._ACTIVE_REPORTS.append(report)
+    loop_body.LoopBodyBlock.__init__ = counting_init
+    try:
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(force_disable_caches=True):
+            out, code = run_and_get_code(torchcx.compile(fn), *args)
+    finally:
+        loop_body.LoopBodyBlock.__init__ = init
+        backend._ACTIVE_REPORTS.remove(report)
+    nodes = sum(len(g.real_graph.graph.nodes) for g in report.graphs if g.real_graph is not None)
+    assert traced > 0 and nodes > 0  # the hooks still see Inductor's work
+    return traced, nodes, "\n".join(code), out
+
+
+def fan_out(z):
+    # Every step reads z three times: inlined into its readers, the expression is a
+    # tree with 3^4 copies of the first step (the shape of a special-value blend).
+    for _ in range(4):
+        z = torch.where(z.real > 0, z * 0.5, z + 1j)
+    return z
+
+
+def test_acos_codegen_is_linear_in_graph_size():
+    # torch.acos (issue #14): a 229-node real graph, of which unbounded inlining traced
+    # ~28,000 ops into one kernel (50 s to compile); bounded, ~1,000.
+    x = torch.randn(5, 5, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
+    traced, nodes, code, out = compile_and_count(torch.acos, x)
+    assert traced <= 8 * nodes, (traced, nodes)
+    # The values stored once are fused back: one kernel, the output its only store.
+    assert code.count('extern "C"') == 1
+    torch.testing.assert_close(out, torch.acos(x))
+
+
+def test_fan_out_without_and_with_bounded_inlining(monkeypatch: pytest.MonkeyPatch):
+    z = torch.randn(64, dtype=torch.complex64, generator=torch.Generator().manual_seed(1))
+    bounded, nodes, code, out = compile_and_count(fan_out, z)
+    torch.testing.assert_close(out, fan_out(z))
+    assert code.count('extern "C"') == 1
+    monkeypatch.setattr(_inductor_patches, "_INLINE_BUDGET", None)
+    unbounded, _, _, out = compile_and_count(fan_out, z)
+    torch.testing.assert_close(out, fan_out(z))
+    # The test above would catch the adjustment not taking effect: without it the
+    # count grows with the number of paths through the graph, not its nodes.
+    assert unbounded > 4 * bounded, (unbounded, bounded, nodes)
+    assert bounded <= 8 * nodes, (bounded, nodes)
+
+
+def test_bounded_inlining_is_scoped_to_torchcx():
+    original = ir.StorageBox.should_realize_on_reuse
+    with _inductor_patches.inductor_patches():
+        assert ir.StorageBox.should_realize_on_reuse is not original
+    assert ir.StorageBox.should_realize_on_reuse is original
+
+
+def test_inductor_patches_are_in_the_cache_key(monkeypatch: pytest.MonkeyPatch):
+    # The FX graph cache must not hand a graph compiled without the adjustments (or
+    # with other settings) to a torchcx compilation, nor the reverse.
+    before = torch.compiler.config.cache_key_tag
+    with _inductor_patches.inductor_patches():
+        tag = torch.compiler.config.cache_key_tag
+    assert torch.compiler.config.cache_key_tag == before
+    assert tag.startswith(before) and "torchcx-patches" in tag
+    monkeypatch.setattr(_inductor_patches, "_INLINE_BUDGET", None)
+    with _inductor_patches.inductor_patches():
+        assert torch.compiler.config.cache_key_tag != tag
