@@ -82,6 +82,12 @@ def alias_map(outputs: Any, inputs: Any) -> list[tuple[int, ...]]:
     return result
 
 
+def output_alias_map(outputs: Any) -> list[tuple[int, ...]]:
+    """For each output tensor (ComplexTensor: each part): the earlier outputs it shares memory with."""
+    found = storages(outputs)
+    return [tuple(j for j in range(i) if found[j][0] == s) for i, (s, _) in enumerate(found)]
+
+
 def to_comparable(x: Any) -> Any:
     if isinstance(x, ComplexTensor):
         return x.to_interleaved(torch.complex64) if x.component_dtype == torch.bfloat16 else x.to_interleaved()
@@ -120,8 +126,8 @@ def check_compiled(
     """Run ``fn`` eagerly and torchcx-compiled on identical fresh inputs and compare everything.
 
     Compared: outputs (values, dtype, shape, requires_grad, Python type), the
-    inputs afterwards (side effects), and which outputs share memory with
-    which inputs, with the same view metadata. Also checks that Inductor
+    inputs afterwards (side effects), which outputs share memory with which
+    inputs, with the same view metadata, and which share memory with each other. Also checks that Inductor
     compiled at least one graph (unless ``expect_graph`` is False: a function
     of views alone has nothing to compile) and, with ``real_only``, that no
     graph it lowered holds a complex value.
@@ -139,6 +145,7 @@ def check_compiled(
     assert_values(actual, expected, rtol, atol)
     assert_values(compiled_in, eager_in, rtol, atol)
     assert alias_map(actual, compiled_in) == alias_map(expected, eager_in), "aliasing differs from eager"
+    assert output_alias_map(actual) == output_alias_map(expected), "aliasing among outputs differs from eager"
     if real_only:
         assert not recorder.complex_nodes, f"complex values reached Inductor: {recorder.complex_nodes}"
     return recorder

@@ -270,15 +270,22 @@ class _Lowering:
         self.outputs: list[Any] = list(out.args[0])
         # graph output index -> placeholder index for outputs that are views of an input
         self.aliases = {i: p for i, o in enumerate(self.outputs) if (p := self._aliased_input(o)) is not None}
-        # graph output index -> index among the real graph's outputs (None for replayed aliases)
+        # Note [Outputs that alias each other]: outputs that view a complex value another output
+        # also reaches, replayed at run time as views of one base (an output, or a hidden one).
+        self.shared_views, self.bases = self._shared_views()
+        self.replayed = sorted({*self.aliases, *self.shared_views})
+        # graph output index -> index among the real graph's outputs (None for replayed ones);
+        # hidden bases follow the graph's outputs among the real ones
         self.output_slot: dict[int, int | None] = {}
         slot = 0
         for i in range(len(self.outputs)):
-            if i in self.aliases:
+            if i in self.replayed:
                 self.output_slot[i] = None
             else:
                 self.output_slot[i] = slot
                 slot += 1
+        self.hidden_bases = [b for b in self.bases if b not in self.outputs]
+        self.hidden_slot = {b: slot + k for k, b in enumerate(self.hidden_bases)}
         self.output_dtypes = [self._complex_dtype_of(o) for o in self.outputs]
         # Outputs that are conjugated views of an intermediate (AOTAutograd saves
         # ``_conj(exp)`` for exp's backward): the kernel writes the unconjugated
@@ -292,8 +299,17 @@ class _Lowering:
         }
         report.outputs = [self._describe_output(i, o) for i, o in enumerate(self.outputs)]
         self.alias_replay = (
-            _alias_replay(gm, self.placeholders, {i: self.outputs[i] for i in self.aliases}) if self.aliases else None
+            _alias_replay(gm, [*self.placeholders, *self.bases], {i: self.outputs[i] for i in self.replayed})
+            if self.replayed
+            else None
         )
+        # where the run time finds each base's value: ("output", graph output index) or ("hidden", real slot)
+        self.base_sources = [
+            ("output", self.outputs.index(b)) if b in self.outputs else ("hidden", self.hidden_slot[b])
+            for b in self.bases
+        ]
+        self.base_dtypes = [self._complex_dtype_of(b) for b in self.bases]
+        self.base_conj = [self._is_conj(b) for b in self.bases]
 
     # -- inputs and outputs
 
@@ -327,6 +343,43 @@ class _Lowering:
                 return None
             node = node.args[0]
         return None
+
+    @staticmethod
+    def _view_root(node: Any) -> Any:
+        """The value ``node`` is a (chain of) view(s) of: ``node`` itself if it is no view."""
+        while isinstance(node, fx.Node) and node.op == "call_function":
+            if node.target is operator.getitem and isinstance(node.args[0], fx.Node):
+                source = node.args[0]
+                if not (source.op == "call_function" and _is_view(source.target)):
+                    return node  # an element of a multi-output op that is not a view
+                node = source
+                continue
+            if not _is_view(node.target):
+                return node
+            node = node.args[0]
+        return node
+
+    def _shared_views(self) -> tuple[dict[int, fx.Node], list[fx.Node]]:
+        """Outputs that are views of a complex computed value that another output also reaches.
+
+        Eager (and Inductor, for real graphs) returns them as views of one buffer; packing each
+        output on its own would give each its own buffer (Note [Outputs that alias each other]).
+        Returns (output index -> base node, the bases in order).
+        """
+        roots = [self._view_root(o) for o in self.outputs]
+        reach: dict[fx.Node, int] = {}
+        for root in roots:
+            if isinstance(root, fx.Node) and root.op == "call_function":
+                reach[root] = reach.get(root, 0) + 1
+        views: dict[int, fx.Node] = {}
+        for i, (o, root) in enumerate(zip(self.outputs, roots)):
+            if i in self.aliases or o is root or reach.get(root, 0) < 2:
+                continue
+            if self._complex_dtype_of(root) is None:
+                continue  # real views of a real value stay in the real graph, where Inductor keeps them
+            views[i] = root
+        bases = list(dict.fromkeys(views.values()))
+        return views, bases
 
     def complex_output_strides(self, real_strides: list[Any]) -> list[Any]:
         """Strides of the graph's outputs, from those Inductor reports for the real outputs."""
@@ -432,12 +485,17 @@ class _Lowering:
             env[node] = self._call(node, target, args, kwargs)
         results = []
         for i, o in enumerate(self.outputs):
-            if i in self.aliases:
+            if i in self.replayed:
                 continue
             value = env[o] if isinstance(o, fx.Node) else o
             if self.output_conj[i]:
                 value = torch.conj_physical(value)
             results.append(self._pack_output(value, self.output_dtypes[i]))
+        for base in self.hidden_bases:
+            value = env[base]
+            if self._is_conj(base):
+                value = torch.conj_physical(value)
+            results.append(self._pack_output(value, self._complex_dtype_of(base)))
         for index, value in mutations:
             spec = self.inputs[index]
             target = real_args[index]
@@ -494,6 +552,10 @@ class _Lowering:
         what = _describe_value(val)
         if index in self.aliases:
             return f"{what}: a view of input {self.aliases[index]}, replayed at run time (no copy)"
+        if index in self.shared_views:
+            base = self.shared_views[index]
+            of = f"output {self.outputs.index(base)}" if base in self.outputs else "a value the kernel writes"
+            return f"{what}: a view of {of}, replayed at run time (no copy)"
         dtype = self.output_dtypes[index]
         if dtype is not None:
             return f"{what}: written by the kernel as {_layout.describe(dtype)} (no copy)"
@@ -610,20 +672,35 @@ def _describe_value(v: Any) -> str:
     return type(v).__name__
 
 
-# -- outputs that are views of inputs ----------------------------------------------------------
+# -- outputs that are views of inputs or of each other ----------------------------------------
+
+# Note [Outputs that alias each other]
+# ------------------------------------
+# ``t = exp(a); return t, t[1:]``: eager returns two views of one buffer, and so does
+# Inductor for a real graph (it returns ``reinterpret_tensor``s of one buffer). AOTAutograd
+# regenerates such aliases itself only where autograd needs it (both outputs requiring
+# grad); otherwise it trusts the compiled graph to return them. Packing each complex
+# output on its own would give each its own buffer: a later in-place op on one (after a
+# graph break, say) would not show in the other. So an output that is a view of a complex
+# value that another output also reaches is not computed by the kernel: the kernel writes
+# that value once (it is an output already, or a hidden extra output), and the run time
+# replays the view ops on it, as it does for views of inputs. A lone view of an
+# intermediate (``view_as_real(x * f)``, the rotary embedding's output) has nothing to
+# alias and stays in the kernel.
 
 
-def _alias_replay(gm: fx.GraphModule, placeholders: list[fx.Node], outputs: dict[int, fx.Node]) -> fx.GraphModule:
-    """A graph computing only the outputs that are views of inputs, run eagerly at run time."""
+def _alias_replay(gm: fx.GraphModule, sources: list[fx.Node], outputs: dict[int, fx.Node]) -> fx.GraphModule:
+    """A graph computing only the replayed outputs (views of inputs, or of bases) from ``sources``,
+    run eagerly at run time on the actual inputs and the bases' actual values."""
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
-    for p in placeholders:
+    for p in sources:
         env[p] = graph.placeholder(p.name)
         env[p].meta = dict(p.meta)
     needed: set[fx.Node] = set()
 
     def visit(n: fx.Node) -> None:
-        if n in needed or n.op == "placeholder":
+        if n in needed or n in env:
             return
         needed.add(n)
         for a in n.all_input_nodes:
@@ -655,6 +732,7 @@ class _Runtime:
         self.output_conj = lowering.output_conj
         self.output_slot = lowering.output_slot
         self.alias_replay = lowering.alias_replay
+        self.base_sources = list(zip(lowering.base_sources, lowering.base_dtypes, lowering.base_conj))
         self.constants = lowering.constants
 
     def __call__(self, *call_args: Any) -> Any:
@@ -677,20 +755,25 @@ class _Runtime:
         args.clear()
         real_outs = self.compiled([*real_args, *self.constants])
         results: list[Any] = []
-        replayed = iter(self.alias_replay(*originals)) if originals is not None else iter(())
         for i, dtype in enumerate(self.output_dtypes):
             slot = self.output_slot[i]
-            if slot is None:
-                results.append(next(replayed))
-                continue
-            out = real_outs[slot]
-            if dtype is None:
-                results.append(out)
-            elif self.output_conj[i]:
-                results.append(_layout.from_real(out, dtype).conj())
-            else:
-                results.append(_layout.from_real(out, dtype))
+            results.append(None if slot is None else _from_real(real_outs[slot], dtype, self.output_conj[i]))
+        if originals is not None:
+            bases = [
+                results[where] if kind == "output" else _from_real(real_outs[where], dtype, conj)
+                for (kind, where), dtype, conj in self.base_sources
+            ]
+            replayed = iter(self.alias_replay(*originals, *bases))
+            results = [next(replayed) if slot is None else r for r, slot in zip(results, self.output_slot.values())]
         return results
+
+
+def _from_real(out: Tensor, dtype: torch.dtype | None, conj: bool) -> Tensor:
+    """A real graph output as the value it stands for: complex ``dtype`` over its memory (a view)."""
+    if dtype is None:
+        return out
+    value = _layout.from_real(out, dtype)
+    return value.conj() if conj else value
 
 
 def _register_backend() -> None:
