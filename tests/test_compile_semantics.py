@@ -158,6 +158,68 @@ def test_output_alias_and_mutation():
     check_compiled(fn, lambda: (cplx(3, 4),))
 
 
+# -- outputs that are views of other outputs or of intermediates (Note [Outputs that alias each other])
+
+OUTPUT_ALIASES = {
+    "slice": lambda a: (lambda t: (t, t[1:]))(torch.exp(a)),
+    "real": lambda a: (lambda t: (t, t.real))(torch.exp(a)),
+    "imag": lambda a: (lambda t: (t, t.imag))(torch.exp(a)),
+    "conj": lambda a: (lambda t: (t, t.conj()))(torch.exp(a)),
+    "view_as_real": lambda a: (lambda t: (t, torch.view_as_real(t)))(torch.exp(a)),
+    "two_views_of_an_intermediate": lambda a: (lambda t: (t[0], t[1:].real))(a * 2),
+    "views_of_two_intermediates": lambda a: (lambda t, u: (t[0], t[1], u.T, u.imag))(a + 1, a.exp()),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_ALIASES))
+def test_output_aliases_output(name):
+    check_compiled(OUTPUT_ALIASES[name], lambda: (cplx(3, 4),))
+
+
+def test_view_of_an_output_sees_a_later_mutation():
+    # eager's t2 views t1, so the add after the graph break shows in it
+    def fn(a):
+        t1 = a * 2
+        t2 = t1[0]
+        torch._dynamo.graph_break()
+        t1.add_(1)
+        return (t2,)
+
+    check_compiled(fn, lambda: (cplx(3, 4),))
+
+
+# -- copying complex values into real or integer tensors (torch keeps the real part, with a warning)
+
+
+def _copy_into_real_part(x, y):
+    x.real.copy_(y)
+    return (x,)
+
+
+def _assign_into_real_part(x, y):
+    x.real[:] = y
+    return (x,)
+
+
+def _copy_into_integer(b, y):
+    b.copy_(y)
+    return (y + y,)
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (_copy_into_real_part, lambda: (cplx(3, 4), cplx(4))),
+        (_assign_into_real_part, lambda: (cplx(3, 4), cplx(4))),
+        (_copy_into_integer, lambda: (torch.zeros(3, 4, dtype=torch.int64), 5 * cplx(3, 4).to(torch.complex128))),
+    ],
+    ids=["copy_", "setitem", "integer"],
+)
+def test_copy_complex_into_real(fn, make):
+    check_compiled(fn, make)
+
+
 # -- out= arguments -----------------------------------------------------------------------------------
 
 

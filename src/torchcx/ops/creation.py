@@ -363,8 +363,8 @@ def copy__impl(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 @register(aten.copy.default)
 def copy_impl(dst: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    out = dst.clone() if isinstance(dst, ComplexTensor) else torch.zeros_like(dst, dtype=src.dtype)
-    return copy__impl(out, src, non_blocking)
+    # the result has dst's dtype and layout and src's values (a real dst keeps src's real part)
+    return copy__impl(dst.clone(), src, non_blocking)
 
 
 def _overlaps(dst: ComplexTensor, *srcs: Tensor) -> bool:
