@@ -392,3 +392,23 @@ def test_bfloat16_parts_send_half_the_bytes(distributed_runs: dict[str, Any]) ->
     c64, bf16 = distributed_runs["bytes-complex64"], distributed_runs["bytes-bfloat16"]
     assert sum(c64.values()) > 0
     assert 2 * sum(bf16.values()) == sum(c64.values()), (c64, bf16)
+
+
+def test_fsdp_copy_ops_keep_the_parts() -> None:
+    # FSDP2 allocates its all-gather buffer from the reported dtype (complex32: float16
+    # parts); all_gather_copy_in returns one with the inputs' bfloat16 parts instead, and
+    # the copy-out and chunk_cat copy part by part. No process group needed.
+    a = torchcx.as_complex_tensor(torch.randn(3, dtype=torch.complex64) * 1e-6, torch.bfloat16)  # below float16's range
+    b = torchcx.as_complex_tensor(torch.randn(2, dtype=torch.complex64), torch.bfloat16)
+    buffer = torch.empty(10, dtype=torch.complex32)
+    shard, output = torch.ops.fsdp.all_gather_copy_in([a, b], buffer, [3, 2], 5, 1)
+    assert isinstance(output, torchcx.ComplexTensor) and output.component_dtype == torch.bfloat16
+    assert _equal(shard, torch.cat([a, b])) and _equal(output[5:], shard)
+    outs = [torchcx.as_complex_tensor(torch.zeros(2, 3, dtype=torch.complex64), torch.bfloat16)]
+    outs.append(torchcx.as_complex_tensor(torch.zeros(2, 2, dtype=torch.complex64), torch.bfloat16))
+    torch.ops.fsdp.split_with_sizes_copy(output.view(2, 5), [3, 2], dim=1, out=outs)
+    assert _equal(outs[0][1], a) and _equal(outs[1][1], b)
+    out = torchcx.as_complex_tensor(torch.zeros(10, dtype=torch.complex64), torch.bfloat16)
+    pieces = [output[:4], output[4:]]  # even sizes, as FSDP2 pads gradients to
+    torch.ops.fsdp.chunk_cat(pieces, 0, 2, out=out.view(2, 5))  # as FSDP2 calls it
+    assert _equal(out.view(2, 5), torch._chunk_cat(pieces, 0, 2))

@@ -43,6 +43,10 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
+# Both define ops registered below (torch.compile's imports load them anyway).
+import torch.distributed._functional_collectives
+import torch.distributed.fsdp._fully_shard._fsdp_collectives
 from torch import Tensor
 from torch._ops import OpOverload
 from torch.utils._pytree import tree_leaves, tree_map
@@ -286,15 +290,6 @@ def wait_tensor_impl(x: ComplexTensor) -> ComplexTensor:
 # -- FSDP2's copy ops ------------------------------------------------------------------------
 
 
-def _fsdp_op(name: str) -> OpOverload | None:
-    # Defined when FSDP2 is imported; importing it here registers them.
-    try:
-        import torch.distributed.fsdp._fully_shard._fsdp_collectives  # noqa: F401
-    except ImportError:  # pragma: no cover - torch built without distributed
-        return None
-    return getattr(torch.ops.fsdp, name).default
-
-
 def all_gather_copy_in_impl(
     all_gather_inputs: list[ComplexTensor],
     all_gather_output: Tensor,
@@ -331,14 +326,9 @@ def chunk_cat_impl(tensors: list[ComplexTensor], dim: int, num_chunks: int, *, o
         out.copy_(torch._chunk_cat(tensors, dim, num_chunks))
 
 
-for _name, _impl in {
-    "all_gather_copy_in": all_gather_copy_in_impl,
-    "split_with_sizes_copy": split_with_sizes_copy_impl,
-    "chunk_cat": chunk_cat_impl,
-}.items():
-    _fsdp = _fsdp_op(_name)
-    if _fsdp is not None:
-        register(_fsdp)(_impl)
+register(torch.ops.fsdp.all_gather_copy_in.default)(all_gather_copy_in_impl)
+register(torch.ops.fsdp.split_with_sizes_copy.default)(split_with_sizes_copy_impl)
+register(torch.ops.fsdp.chunk_cat.default)(chunk_cat_impl)
 
 
 # -- torch.distributed._functional_collectives' wrapper ----------------------------------------
@@ -349,8 +339,6 @@ def _wrap_tensor_autograd_impl(x: ComplexTensor) -> ComplexTensor:
     # first use); a ComplexTensor result waits for its parts here instead.
     return wait_tensor_impl(x)
 
-
-import torch.distributed._functional_collectives  # noqa: E402  (defines the op)
 
 register(functional._wrap_tensor_autograd.default)(_wrap_tensor_autograd_impl)
 
