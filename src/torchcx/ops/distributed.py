@@ -154,7 +154,7 @@ def _in_place_collective(op: OpOverload, written: tuple[str, ...], *, real_view:
             return bound[written[0]], work
         return work
 
-    impl.__name__ = impl.__qualname__ = f"{op.overloadpacket.__name__.strip('_')}_impl"
+    impl.__name__ = impl.__qualname__ = f"c10d_{op.overloadpacket.__name__.strip('_')}_impl"
     return impl
 
 
