@@ -2,7 +2,7 @@
 
 Two concern the bitcasts that unpack complex64 words into float32 parts
 (Note [Interleaved layouts]); the third keeps Inductor's code generation linear
-in the size of the graph (Note [Bounded inlining]). None changes what a graph
+in the size of the graph (Note [Shared subexpressions]). None changes what a graph
 computes.
 
 Note [Vectorized bitcasts]
@@ -24,47 +24,46 @@ fails. In a functional graph a bitcast of a computed value is just a pointwise
 op, so we lower it as one (it fuses exactly as the view would); bitcasts of
 buffers (graph inputs) stay views.
 
-Note [Bounded inlining]
------------------------
+Note [Shared subexpressions]
+----------------------------
 Inductor lowers a pointwise node to a closure (``Pointwise.inner_fn``) that calls
 the loaders of its inputs; an input not stored in a buffer is evaluated again
 inside every reader. A graph whose values are read several times is thus
 evaluated as the tree of its paths, exponentially larger than the graph, and
-code generation (tracing the loop body, dtype propagation, the CSE of each
-codegen pass) walks that tree before CSE folds it back into the DAG it was
-(pytorch/pytorch#148073). torchcx's decompositions are such graphs: the
-special-value blends of ``acos`` & co. (ops/pointwise.py) select
-among many branches computed from the same few intermediates, and so do their
-backward graphs. torch.acos of a complex64 tensor is a 229-node real graph, of
-which Inductor traced 28,000 ops into one loop body: 30-50 s to compile.
+everything that evaluates it (tracing the loop body into an FX graph, then
+dtype propagation and the CSE of every codegen pass over that graph) walks
+the tree before CSE folds it back into the DAG it was (pytorch/pytorch#148073).
+torchcx's decompositions are such graphs: the special-value blends of ``acos``
+& co. (ops/pointwise.py) select among many branches computed from the same few
+intermediates, and so do their backward graphs. torch.acos of a complex64
+tensor is a 229-node real graph that Inductor traced into a loop body of
+28,000 nodes: 30-50 s to compile.
 
-Inductor stores a reused value (``StorageBox.should_realize_on_reuse``) when it
-reads more than ``realize_reads_threshold`` (4) buffers, holds a heavy op (exp,
-log... on CPU), or has more than ``realize_cpu_opcount_threshold`` (50) ops
-*after CSE*. torchcx's graphs pass under all three: they read one or two
-buffers (the parts of one input), the blends are cheap comparisons and
-selects, and a count after CSE does not see the repeated evaluation. We add a
-fourth rule, for torchcx's compilations only: a reused pointwise value is stored
-when inlining it costs its ``users`` readers more than ``_INLINE_BUDGET`` op
-evaluations together, counted as inlining evaluates it (no CSE), and stopped as
-soon as it passes ``_INLINE_BUDGET // users``, so the check itself costs at
-most the budget. Every value left inline then costs its readers a bounded
-amount, and the work of code generation is at most the budget times the number
-of graph nodes (torch.acos: 1,000 ops traced, 3-4 s).
+Inductor's guard against this, storing a reused value in a buffer
+(``StorageBox.should_realize_on_reuse``), fires when it reads more than
+``realize_reads_threshold`` (4) buffers, holds a heavy op, or has more than
+``realize_cpu_opcount_threshold`` (50) ops after CSE. torchcx's graphs pass
+under all three: one or two buffers (the parts of one input), cheap
+comparisons and selects, and a count after CSE does not see the repeated
+evaluation. Lowering those thresholds (``realize_reads_threshold=1`` is the
+workaround suggested upstream), or storing values whose inlining costs more
+than a budget, does bound the work, but it changes the kernels: stored values
+that a reduction reads in its own loop become buffers in memory (tried: the
+elementwise chain's kernel wrote two more arrays and ran 17% slower).
 
-Storing a value does not slow the kernel: a buffer whose readers all fuse into
-the kernel that writes it becomes a local of that kernel (torch.acos compiles
-to the same single kernel, with the same 494 temporaries, as before). We chose
-this cost rule over Inductor's knobs: ``realize_reads_threshold=0`` (the
-workaround suggested upstream) stores every reused value, 40 buffers for
-torch.acos against 15 here, and more buffers reach ``max_fusion_size`` sooner
-and cost memory traffic where a reader does not fuse (a reduction); a lower
-``realize_cpu_opcount_threshold`` changes single-reader chains too. Rewriting
-the decompositions would leave their backward graphs, which autograd builds.
-Written for torch 2.13 (``ir.StorageBox.should_realize_on_reuse``,
-``Loops.inner_fn``/``inner_fn_args``, ``ops_handler.DefaultHandler``,
-``OpCounterCSE``, ``MockHandler``); where one is missing, nothing is patched.
-tests/test_compile_cost.py fails when the rule stops taking effect.
+We keep Inductor's decisions and evaluate each inlined value once instead:
+while torchcx compiles, a pointwise node's loader memoizes its value per
+(ops handler, index). An ops handler is one evaluation (one loop body's trace,
+one op count, one read/write analysis) and a masked sub-block is traced with a
+handler of its own, so a value is only reused where it was computed; a reader
+that indexes its input differently (a view) evaluates it again, as before.
+The loop body becomes the DAG itself (torch.acos: 511 nodes, 4 s), and what
+Inductor generates does not change: the same buffers and kernels, the same
+code (byte for byte for torch.acos and the benchmark workloads), because CSE
+had folded the tree into that DAG anyway. Written for torch 2.13
+(``ir.Pointwise.make_loader`` returning ``inner_fn``, ``V.get_ops_handler``);
+where that is missing, nothing is patched. tests/test_compile_cost.py fails
+when the memo stops taking effect.
 
 The adjustments change the code Inductor generates, which its FX graph cache
 does not see: ``inductor_patches`` adds them (this file's hash and the settings
@@ -126,7 +125,7 @@ def inductor_patches() -> Iterator[None]:
         if config.vectorized_bitcast:
             stack.enter_context(_vectorized_bitcasts())
         stack.enter_context(_pointwise_bitcasts())
-        stack.enter_context(_bounded_inlining())
+        stack.enter_context(_shared_subexpressions())
         yield
 
 
@@ -141,7 +140,7 @@ def _source_hash() -> str:
 
 
 def _cache_tag() -> str:
-    return f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}:inline={_INLINE_BUDGET}"
+    return f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}:shared={_SHARE_SUBEXPRESSIONS}"
 
 
 @contextlib.contextmanager
@@ -215,83 +214,50 @@ def _pointwise_bitcasts() -> Iterator[None]:
         lowering.lowerings[key] = original
 
 
-#: Op evaluations a reused pointwise value's expression may cost, summed over its
-#: readers, before it is stored once instead of inlined into each of them
-#: (Note [Bounded inlining]). None switches the adjustment off (benchmarks only).
-_INLINE_BUDGET: int | None = 50
+#: Switches Note [Shared subexpressions] off when False (benchmarks and tests only).
+_SHARE_SUBEXPRESSIONS: bool = True
 
-
-class _OverBudget(Exception):
-    pass
+_MEMO = "_torchcx_loader_memo"  # the attribute each ops handler keeps its memo in
 
 
 @contextlib.contextmanager
-def _bounded_inlining() -> Iterator[None]:
+def _shared_subexpressions() -> Iterator[None]:
     try:
         from torch._inductor import ir
-        from torch._inductor.ops_handler import DefaultHandler, MockHandler, OpCounterCSE
         from torch._inductor.virtualized import V
     except ImportError:  # pragma: no cover - Inductor's layout changed
         yield
         return
-    original = ir.StorageBox.__dict__.get("should_realize_on_reuse")
-    original_loader = ir.ComputedBuffer.__dict__.get("make_loader")
-    budget = _INLINE_BUDGET
-    if original is None or original_loader is None or budget is None:  # pragma: no cover
+    original = ir.Pointwise.__dict__.get("make_loader")
+    if original is None or not _SHARE_SUBEXPRESSIONS:  # pragma: no cover
         yield
         return
 
-    class Counter(DefaultHandler):
-        """Counts every op an expression evaluates, as inlining does (no CSE), up to a limit."""
-
-        def __init__(self, limit: int) -> None:
-            super().__init__()
-            # Inductor's own op counter (ir.Loops.inner_fn_opcount) as the inner handler,
-            # so that values stay short names rather than growing expression strings.
-            self.inner = OpCounterCSE(MockHandler())
-            self.left = limit
-
-        def _default(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            self.left -= 1
-            if self.left < 0:
-                raise _OverBudget
-            return getattr(self.inner, name)(*args, **kwargs)
-
-    def inlining_costs_more_than(node: Any, limit: int) -> bool:
-        try:
-            with (
-                V.set_ops_handler(Counter(limit)),
-                ir.patch.object(ir.FlexibleLayout, "allow_indexing", True),
-            ):
-                node.inner_fn(*node.inner_fn_args())
-        except _OverBudget:
-            return True
-        return False
-
-    def should_realize_on_reuse(self: Any, users: int, *, graph_reuse: bool = True) -> bool:
-        if original(self, users, graph_reuse=graph_reuse):
-            return True
-        return (
-            users > 1 and isinstance(self.data, ir.Pointwise) and inlining_costs_more_than(self.data, budget // users)
-        )
-
-    stored: dict[str, bool] = {}  # buffer name -> read with a load although it reads nothing
-
     def make_loader(self: Any) -> Any:
-        # Inductor inlines a stored value that reads no buffer (computed from constants)
-        # into every reader, which would undo the rule above for those.
-        if isinstance(self.data, ir.Pointwise) and not self.get_reduction_type():
-            name = self.get_name()
-            if name not in stored:
-                stored[name] = self.num_reads() == 0 and inlining_costs_more_than(self.data, budget)
-            if stored[name]:
-                return super(ir.ComputedBuffer, self).make_loader()
-        return original_loader(self)
+        loader = original(self)
+        if loader is not self.inner_fn:
+            return loader  # (a zero-element no-op)
 
-    ir.StorageBox.should_realize_on_reuse = should_realize_on_reuse
-    ir.ComputedBuffer.make_loader = make_loader
+        def load(index: Any) -> Any:
+            # One memo per ops handler: a handler is one evaluation (a loop body's trace,
+            # an op count, a read/write analysis); a masked sub-block gets its own.
+            memo = getattr(V.get_ops_handler(), "__dict__", None)
+            try:
+                key = (loader, tuple(index))
+                if memo is None:
+                    raise TypeError
+                values = memo.setdefault(_MEMO, {})
+                return values[key]
+            except KeyError:
+                values[key] = value = loader(index)
+                return value
+            except TypeError:  # no memo for this handler, or an index that does not hash
+                return loader(index)
+
+        return load
+
+    ir.Pointwise.make_loader = make_loader
     try:
         yield
     finally:
-        ir.StorageBox.should_realize_on_reuse = original
-        ir.ComputedBuffer.make_loader = original_loader
+        ir.Pointwise.make_loader = original
