@@ -77,7 +77,8 @@ def make_input(part: torch.dtype, batch: int, n: int) -> tuple[Any, torch.Tensor
 
 
 def compiled(path: str) -> Callable[..., Any]:
-    fn = torchcx.compile({"vendor": fft_vendor, "real": fft_real}[path])
+    with torchcx.config.patch(fft_path=path):  # a compiled function keeps the settings it was compiled with
+        fn = torchcx.compile({"vendor": fft_vendor, "real": fft_real}[path])
 
     def run(x: Any) -> Any:
         with torchcx.config.patch(fft_path=path):

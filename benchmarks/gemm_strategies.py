@@ -80,7 +80,8 @@ def compiled(strategy: str) -> Callable[..., Any]:
     """
     code = matmul.__code__.replace(co_name=f"matmul_{strategy}")
     fn = type(matmul)(code, matmul.__globals__, f"matmul_{strategy}")
-    compiled_fn = torchcx.compile(fn, dynamic=False)
+    with config.patch(matmul_strategy=strategy):  # a compiled function keeps the settings it was compiled with
+        compiled_fn = torchcx.compile(fn, dynamic=False)
 
     def first_call(a: Any, b: Any) -> Any:
         with config.patch(matmul_strategy=strategy):

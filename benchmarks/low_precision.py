@@ -125,11 +125,12 @@ def fft(x: Any) -> Any:
 def compiled(fn: Callable[..., Any], tag: str, **config: Any) -> Callable[..., Any]:
     """``torchcx.compile`` of a copy of ``fn`` whose graphs are compiled under ``config``.
 
-    Dynamo caches compiled code per code object and torchcx reads its config
-    (the FFT path) when a graph is compiled: each mode gets its own copy.
+    Dynamo caches compiled code per code object and a compiled function keeps the
+    settings torchcx.compile was called with: each mode gets its own copy.
     """
     code = fn.__code__.replace(co_name=f"{fn.__name__}_{tag}")
-    compiled_fn = torchcx.compile(type(fn)(code, fn.__globals__, code.co_name), dynamic=False)
+    with torchcx.config.patch(**config):
+        compiled_fn = torchcx.compile(type(fn)(code, fn.__globals__, code.co_name), dynamic=False)
 
     def call(*args: Any) -> Any:
         with torchcx.config.patch(**config):

@@ -235,3 +235,50 @@ def test_lerp_with_python_complex_weight():
         torch.testing.assert_close(
             torchcx.compile(lambda a, b, w=weight: torch.lerp(a, b, w))(a, b), torch.lerp(a, b, weight)
         )
+
+
+# -- settings (Note [Settings are part of what was compiled]) -----------------------------------
+
+
+def _real_gemms(report: object) -> list[int]:
+    """Real GEMMs in each real graph the report saw."""
+    gemms = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default}
+    return [sum(n.target in gemms for n in g.real_graph.graph.nodes) for g in report.graphs]
+
+
+def test_settings_are_fixed_when_compiled():
+    from torchcx.explain import _capture
+
+    def f(a, b):
+        return a @ b
+
+    a, b = torch.randn(16, 16, dtype=torch.complex64), torch.randn(16, 16, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with _capture() as report:
+        with torchcx.config.patch(matmul_strategy="4m"):
+            g = torchcx.compile(f)
+        g(a, b)
+        with torchcx.config.patch(matmul_strategy="block"):
+            g(a, b)  # g keeps the strategy it was compiled with: no new graph
+            h = torchcx.compile(f)
+        out = h(a, b)  # a new torchcx.compile: recompiled with "block", also outside the patch
+    first, second = _real_gemms(report)
+    assert second == 1 < first  # "block": one real GEMM on block matrices; "4m": one per product part
+    torch.testing.assert_close(out, f(a, b))
+
+
+def test_settings_hold_for_backward_graphs():
+    # The backward graph is compiled at the first backward call: with the forward's settings.
+    from torchcx.explain import _capture
+
+    a = torch.randn(16, 16, dtype=torch.complex64, requires_grad=True)
+    b = torch.randn(16, 16, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with _capture() as report:
+        with torchcx.config.patch(matmul_strategy="4m"):
+            loss = torchcx.compile(lambda a, b: (a @ b).abs().sum())(a, b)
+        with torchcx.config.patch(matmul_strategy="block"):
+            loss.backward()
+    assert [g.kind for g in report.graphs] == ["forward", "backward"]
+    forward, backward = _real_gemms(report)
+    assert forward == backward > 1  # "4m" both ways (one complex product each), not "block"'s one GEMM

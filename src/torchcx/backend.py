@@ -97,10 +97,13 @@ def torchcx_backend(
     options: dict[str, Any] | None = None,
     strict: bool | None = None,
     dynamic: bool | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     """The ``"torchcx"`` backend: ``torch.compile(f, backend="torchcx")``.
 
-    ``mode`` and ``options`` are Inductor's (as for the default backend).
+    ``mode`` and ``options`` are Inductor's (as for the default backend). ``settings``
+    (``torchcx.config.compile_settings()``, the current ones if not given) hold for
+    every graph of this compilation (Note [Settings are part of what was compiled]).
     """
     from torch._inductor.compile_fx import compile_fx
 
@@ -110,8 +113,13 @@ def torchcx_backend(
 
         patches.update(list_mode_options(mode, dynamic))
     patches.update(options or {})
-    inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict)
-    with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
+    settings = config.compile_settings() if settings is None else settings
+    inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict, settings=settings)
+    with (
+        torch._functorch.config.patch(enable_autograd_cache=False),
+        quiet_complex_warning(),
+        config.patch(**settings),
+    ):
         return compile_fx(
             gm,
             example_inputs,
@@ -156,17 +164,24 @@ class _Backend:
 
     def __init__(self, strict: bool, mode: str | None, options: dict[str, Any] | None, dynamic: bool | None) -> None:
         self.strict, self.mode, self.options, self.dynamic = strict, mode, options, dynamic
+        self.settings = config.compile_settings()  # Note [Settings are part of what was compiled]
 
     def __call__(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         return torchcx_backend(
-            gm, example_inputs, mode=self.mode, options=self.options, strict=self.strict, dynamic=self.dynamic
+            gm,
+            example_inputs,
+            mode=self.mode,
+            options=self.options,
+            strict=self.strict,
+            dynamic=self.dynamic,
+            settings=self.settings,
         )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Backend) and vars(self) == vars(other)
 
     def __hash__(self) -> int:
-        return hash((self.strict, self.mode, self.dynamic))
+        return hash((self.strict, self.mode, self.dynamic, *self.settings.values()))
 
 
 def compile(  # noqa: A001  (mirrors torch.compile)
@@ -205,9 +220,20 @@ def _graph_kind(kwargs: dict[str, Any]) -> str:
 
 
 def _lower_and_compile(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, settings: dict[str, Any], **kwargs: Any
+) -> Callable[..., Any]:
+    """torchcx's inner compiler: lower complex to real, then Inductor's compile_fx_inner.
+
+    A backward graph is compiled at the first backward call, after ``torchcx_backend``
+    returned: ``settings`` are applied here again.
+    """
+    with config.patch(**settings):
+        return _lower_and_compile_now(gm, example_inputs, strict=strict, **kwargs)
+
+
+def _lower_and_compile_now(
     gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, **kwargs: Any
 ) -> Callable[..., Any]:
-    """torchcx's inner compiler: lower complex to real, then Inductor's compile_fx_inner."""
     from torch._inductor.compile_fx import compile_fx_inner
     from torch._inductor.decomposition import select_decomp_table
 

@@ -1,5 +1,19 @@
 """torchcx settings. Change them as attributes (``torchcx.config.strict = True``)
-or for a block of code with ``torchcx.config.patch(strict=True)``."""
+or for a block of code with ``torchcx.config.patch(strict=True)``.
+
+Note [Settings are part of what was compiled]
+---------------------------------------------
+A compiled function keeps the settings it was compiled with: ``torchcx.compile``
+reads ``strict`` and ``COMPILE_SETTINGS`` when it is called (``torch.compile(f,
+backend="torchcx")``, when Dynamo first compiles ``f``), and every graph of that
+function, backward graphs compiled later included, is lowered with them. Changing
+a setting afterwards does not change a function already compiled, whose guards do
+not read torchcx's settings; calling ``torchcx.compile`` again does (the new
+backend fails Dynamo's backend guard, so the function is recompiled). Settings
+that change only the generated code are in Inductor's FX graph cache key
+(``_inductor_patches``), and the others change the graph itself, so a cached graph
+compiled under other settings is never loaded.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +43,10 @@ matmul_strategy: str = "auto"
 #: (Note [FFT in real arithmetic]), which Inductor fuses with its neighbours.
 fft_path: str = "auto"
 
+#: The settings that change what a compiled graph computes or the code generated for it.
+#: They are read once per compiled function (Note [Settings are part of what was compiled]).
+COMPILE_SETTINGS = ("vectorized_bitcast", "matmul_strategy", "fft_path")
+
 _DEFAULTS = {
     name: value
     for name, value in vars(sys.modules[__name__]).items()
@@ -51,3 +69,9 @@ def patch(**changes: Any) -> Iterator[None]:
     finally:
         for name, value in saved.items():
             setattr(module, name, value)
+
+
+def compile_settings() -> dict[str, Any]:
+    """The current values of ``COMPILE_SETTINGS``."""
+    module = sys.modules[__name__]
+    return {name: getattr(module, name) for name in COMPILE_SETTINGS}
