@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
+import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import torch
+from torch._dynamo.utils import counters
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .backend import _ACTIVE_REPORTS, CompileReport, GraphReport, compile
@@ -22,7 +29,20 @@ class ExplainReport:
 
     dynamo_graphs: int = 0
     graph_breaks: list[str] = field(default_factory=list)
+    #: Frames Dynamo gave up on, which ran entirely in eager: "function (file line N): why".
+    skipped_frames: list[str] = field(default_factory=list)
     graphs: list[GraphReport] = field(default_factory=list)
+    #: Complex aten ops of one call that ran inside compiled graphs (decomposed, extern or fallback).
+    compiled_ops: int = 0
+    #: Complex aten ops of one call that ran in eager, outside compiled graphs: op -> count.
+    eager_ops: Counter[str] = field(default_factory=Counter)
+    #: The same, by op and the source line that ran it: (op, "function (file:line)") -> count.
+    eager_sites: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def complex_ops(self) -> int:
+        """Aten ops touching a complex value that one call ran, compiled or in eager."""
+        return self.compiled_ops + sum(self.eager_ops.values())
 
     @property
     def real_only(self) -> bool:
@@ -37,10 +57,39 @@ class ExplainReport:
     def externs(self) -> list[str]:
         return sorted({op for g in self.graphs for op in g.externs})
 
+    def summary(self) -> str:
+        """The report's first line: how much of the complex work was compiled, graphs and breaks."""
+        eager, total = sum(self.eager_ops.values()), self.complex_ops
+        if total == 0:
+            work = "no complex ops ran"
+        elif self.compiled_ops == 0:
+            # The case that once read as success ("real-only, no fallbacks"): say it first.
+            work = f"NOTHING complex was compiled: all {total} complex ops ran in eager"
+        elif eager == 0:
+            work = f"all {total} complex ops compiled"
+        else:
+            work = f"{self.compiled_ops} of {total} complex ops compiled, {eager} ran in eager"
+        dynamo = f"{self.dynamo_graphs} graph(s), {len(self.graph_breaks)} graph break(s)"
+        if self.skipped_frames:
+            dynamo += f", {len(self.skipped_frames)} skipped frame(s)"
+        listed = ":" if self.graph_breaks or self.skipped_frames else ""
+        return f"torchcx.explain: {work}; {dynamo}{listed}"
+
     def __str__(self) -> str:
-        lines = [f"torchcx.explain: {self.dynamo_graphs} graph(s), {len(self.graph_breaks)} graph break(s)"]
+        lines = [self.summary()]
         for i, reason in enumerate(self.graph_breaks, 1):
             lines.append(f"  break {i}: {reason}")
+        for i, reason in enumerate(self.skipped_frames, 1):
+            lines.append(f"  skipped frame {i}: {reason}")
+        if self.eager_ops:
+            lines.append("")
+            lines.append("complex ops that ran in eager, outside compiled graphs (most frequent first):")
+            width = max(len(f"{op} x{n}") for op, n in self.eager_ops.items())
+            for op, n in self.eager_ops.most_common():
+                sites = Counter({site: k for (o, site), k in self.eager_sites.items() if o == op})
+                where = ", ".join(f"{site} x{k}" for site, k in sites.most_common(3))
+                more = f", {len(sites) - 3} more" if len(sites) > 3 else ""
+                lines.append(f"  {f'{op} x{n}':<{width}}  at {where}{more}")
         for i, g in enumerate(self.graphs, 1):
             lines.append("")
             lines.append(f"[{i}] {g.kind} graph: {'real-only' if g.real_only else 'HOLDS COMPLEX VALUES'}")
@@ -63,6 +112,7 @@ class ExplainReport:
                 lines.append("  complex values left in the graph:")
                 lines += [f"    {n}" for n in g.complex_nodes_after]
         if not self.graphs:
+            lines.append("")
             lines.append("(no graph reached Inductor: nothing to compute, or every op ran in eager)")
         return "\n".join(lines)
 
@@ -80,7 +130,11 @@ def _capture() -> Iterator[CompileReport]:
 def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs: Any) -> ExplainReport:
     """Compile ``fn`` with torchcx on (copies of) ``args`` and report what happened.
 
-    The report lists Dynamo's graph breaks and their reasons, then every graph
+    The first line says how many of the aten ops that touch a complex value
+    ran inside compiled graphs, out of all those one call runs, and how many
+    graphs and graph breaks Dynamo made. The report then lists Dynamo's graph
+    breaks and their reasons, the complex ops that ran in eager (between
+    graphs, in frames Dynamo skipped) with the source lines that ran them, then every graph
     handed to Inductor: its inputs and how complex ones crossed the boundary
     (layout, copies), its outputs, each complex op and the implementation it
     was lowered to, extern kernels and eager fallbacks, and whether the graph
@@ -95,17 +149,138 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     report.dynamo_graphs = dynamo.graph_count
     report.graph_breaks = [_break_reason(b) for b in dynamo.break_reasons]
     torch._dynamo.reset()
+    compiled = compile(fn)
     call_args, call_kwargs = copy.deepcopy((args, kwargs))
+    # Dynamo's explain lists no frame it skipped (a graph break in a loop skips the whole
+    # frame): its messages are in the "unimplemented" counter, read around this first call.
+    unimplemented = Counter(counters["unimplemented"])
     with _capture() as captured:
-        out = compile(fn)(*call_args, **call_kwargs)
+        out = compiled(*call_args, **call_kwargs)
         # A training step runs its own backward (its graphs are captured already): none more.
-        ran_backward = any(graph.kind == "backward" for graph in captured.graphs)
-        if backward and not ran_backward:
-            tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
-            if tensors:
-                sum(t.abs().sum() for t in tensors).backward()
+        run_backward = backward and not any(graph.kind == "backward" for graph in captured.graphs)
+        if run_backward:
+            _backward(out)
     report.graphs = list(captured.graphs)
+    report.skipped_frames = _skipped_frames(Counter(counters["unimplemented"]) - unimplemented)
+
+    # Graphs say what was compiled, not what was not: count the complex ops of one call in
+    # eager PyTorch, then those the compiled function still runs in eager. The second count
+    # is taken on a warm call, so that no compilation happens under the counting mode.
+    everything = _count_complex_ops(fn, args, kwargs, run_backward)
+    outside = _count_complex_ops(compiled, args, kwargs, run_backward)
+    # Dynamo's eager code between graphs can run an op eager PyTorch did not (a view it
+    # rebuilds): such ops count as eager, and never make the compiled count negative.
+    report.compiled_ops = sum((everything.ops - outside.ops).values())
+    report.eager_ops = outside.ops
+    report.eager_sites = outside.sites
     return report
+
+
+def _backward(out: Any, counter: _ComplexOpCounter | None = None) -> None:
+    """Backward of the sum of the outputs' absolute values, its ops counted by ``counter``."""
+    tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not tensors:
+        return
+    # The gradient of sum(|t|) is sgn(t): computed here, outside the counter, and passed in,
+    # so that the backward runs the function's ops only (explain's abs is not eager work).
+    with torch.no_grad():
+        grads = [torch.sgn(t.detach()) for t in tensors]
+    with counter if counter is not None else contextlib.nullcontext():
+        torch.autograd.backward(tensors, grads)
+
+
+def _count_complex_ops(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], backward: bool
+) -> _ComplexOpCounter:
+    """The complex ops one call of ``fn`` (and its backward) runs outside compiled graphs."""
+    call_args, call_kwargs = copy.deepcopy((args, kwargs))
+    counter = _ComplexOpCounter()
+    with counter:
+        out = fn(*call_args, **call_kwargs)
+    if backward:
+        _backward(out, counter)
+    return counter
+
+
+#: Where compiled graphs run: AOTAutograd's runtime wrappers call each compiled forward and
+#: backward (and torchcx's boundary code, Inductor's kernels and extern kernels under them).
+_COMPILED_REGION = (
+    str(Path(torch._functorch.__file__).parent / "_aot_autograd") + "/",
+    str(Path(torch._functorch.__file__).parent / "aot_autograd.py"),
+)
+#: Frames that are not the user's: PyTorch's and this module's.
+_NOT_USER = (str(Path(torch.__file__).parent) + "/", __file__)
+#: Dynamo's name for the code that resumes a function after a graph break.
+_RESUME = re.compile(r"torch_dynamo_resume_in_(.+)_at_\d+")
+
+
+class _ComplexOpCounter(TorchDispatchMode):
+    """Counts the aten ops touching a complex value that run outside compiled graphs.
+
+    A compiled graph's ops do not dispatch one by one: only the Python around
+    the graphs (eager regions, skipped frames) and the boundary code of the
+    compiled graphs reach a dispatch mode. The latter runs under AOTAutograd's
+    runtime wrappers and is recognized by its stack.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+        self.sites: Counter[tuple[str, str]] = Counter()
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        # Dynamo runs no compiled code (and compiles nothing) under a dispatch mode unless the
+        # mode ignores compilation: then compiled graphs run, and the mode sees the rest.
+        return True
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        # detach is autograd's bookkeeping (a gradient accumulated into .grad is detached),
+        # computes nothing, and runs in eager whatever was compiled: not counted.
+        if func is not torch.ops.aten.detach.default and _touches_complex((args, kwargs, out)):
+            site = _eager_site(sys._getframe(1))
+            if site is not None:
+                self.ops[str(func)] += 1
+                self.sites[(str(func), site)] += 1
+        return out
+
+
+def _touches_complex(values: Any) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.is_complex() for t in tree_flatten(values)[0])
+
+
+def _eager_site(frame: FrameType | None) -> str | None:
+    """The user's source line that ran an op, or None for an op of a compiled graph's runtime."""
+    site = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_COMPILED_REGION):
+            return None
+        if site is None and not filename.startswith(_NOT_USER):
+            resumed = _RESUME.fullmatch(frame.f_code.co_name)
+            name = resumed.group(1) if resumed else frame.f_code.co_name
+            site = f"{name} ({filename}:{frame.f_lineno})"
+        frame = frame.f_back
+    return site or "?"
+
+
+def _skipped_frames(messages: Counter[str]) -> list[str]:
+    """ "function (file line N): why" for each of Dynamo's messages that skipped a frame."""
+    frames = []
+    for message in messages:
+        skipped = re.search(r"frame skipped: ([^\n]+)", message)
+        if skipped is None:
+            continue
+        # A message opens with the graph break that started it, then each one raised while
+        # handling it ("*** While handling this graph break, another ... ***"): the last one
+        # skipped the frame, the first one is what the user can remove.
+        first = message.strip().splitlines()[0]
+        why = message.split("***")[-1].strip().splitlines()[0]
+        after = f" (after: {first})" if why != first else ""
+        frames.append(f"{skipped.group(1)}: {why}{after}")
+    return frames
 
 
 def _break_reason(b: Any) -> str:
