@@ -1,23 +1,38 @@
 """Compile time of torchcx.compile against default torch.compile, caches off.
 
     python benchmarks/compile_time.py
+    python benchmarks/compile_time.py --ops [--baseline] [--repeat N]
 
 For each program, the first call of a freshly compiled function (Dynamo,
 AOTAutograd, lowering, Inductor codegen and the C++ compiler) minus one
 steady-state call, median of three fresh compilations, with Inductor's caches
 disabled for both backends. Results also go to bench-results/compile_time.json.
+
+``--ops`` times single ops instead: ``torch.acos`` and ``torch.exp`` on a 5x5
+complex64 tensor, and the first OpInfo sample (complex64) of the ops whose
+decompositions are long ``torch.where`` blends, forward and forward+backward.
+``--baseline`` adds a column with torchcx's shared subexpressions switched
+off (Note [Shared subexpressions] in torchcx/_inductor_patches.py), the
+compile time before them. A one-off compilation first pays the process's
+one-time costs (the C++ toolchain probes), so that no row carries them.
+Results go to benchmarks/results/compile_time_ops.json.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
 import torchcx
+from torchcx import _inductor_patches
 
 
 def chain(x, y):
@@ -72,28 +87,114 @@ def programs():
     }
 
 
-def compile_seconds(compiler, fn, args) -> float:
+def compile_seconds(compiler, fn, args, repeat: int = 3, backward: bool = False) -> float:
+    """First call minus a steady call, median of ``repeat`` fresh compilations.
+
+    With ``backward``, a call is the forward and a backward from a fixed
+    gradient (AOTAutograd compiles the backward graph on the first backward).
+    """
+
+    def call(compiled):
+        if not backward:
+            return compiled(*args)
+        inputs = [a.detach().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+        out = compiled(*inputs)
+        torch.autograd.backward(out, torch.ones_like(out))
+        return out
+
     samples = []
-    for _ in range(3):
+    for _ in range(repeat):
         torch._dynamo.reset()
         compiled = compiler(fn)
         start = time.perf_counter()
-        compiled(*args)
+        call(compiled)
         first = time.perf_counter() - start
         start = time.perf_counter()
-        compiled(*args)
+        call(compiled)
         steady = time.perf_counter() - start
         samples.append(first - steady)
     return statistics.median(samples)
 
 
+#: Ops whose decompositions blend many special-value branches with torch.where
+#: (issue #14): their real graphs reuse each intermediate many times.
+OPINFO_OPS = "acosh acos atanh asin atan asinh ldexp logaddexp float_power pow sigmoid log1p".split()
+
+
+def op_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...], bool]]:
+    """name -> (function, arguments, with backward)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    x = torch.randn(5, 5, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
+    out: dict[str, tuple[Callable[..., Any], tuple[Any, ...], bool]] = {
+        "acos 5x5": (torch.acos, (x,), False),
+        "exp 5x5": (torch.exp, (x,), False),
+    }
+    for backward in (False, True):
+        for name in OPINFO_OPS:
+            op = next(o for o in op_db if o.name == name and o.variant_test_name == "")
+            sample = next(iter(op.sample_inputs("cpu", torch.complex64, requires_grad=False)))
+            args = (sample.input, *sample.args)
+
+            def fn(*a, _op=op, _kwargs=sample.kwargs):
+                return _op.op(*a, **_kwargs)
+
+            out[f"{name} {'fwd+bwd' if backward else 'fwd'}"] = (fn, args, backward)
+    return out
+
+
+@contextlib.contextmanager
+def unshared_subexpressions() -> Iterator[None]:
+    """torchcx as it compiled before Note [Shared subexpressions] (the baseline column)."""
+    saved = _inductor_patches._SHARE_SUBEXPRESSIONS
+    _inductor_patches._SHARE_SUBEXPRESSIONS = False
+    try:
+        yield
+    finally:
+        _inductor_patches._SHARE_SUBEXPRESSIONS = saved
+
+
+def main_ops(baseline: bool, repeat: int) -> None:
+    # The process's one-time costs (C++ compiler and ISA probes) go here, not to a row.
+    torch.compile(lambda a: a.sin() + 1)(torch.randn(8))
+    torchcx.compile(lambda a: a * 2)(torch.randn(8, dtype=torch.complex64))
+    results = {}
+    head = f"{'program':<20} {'torch.compile':>14}"
+    if baseline:
+        head += f" {'torchcx before':>15}"
+    print(head + f" {'torchcx':>9} {'ratio':>6}")
+    for name, (fn, args, backward) in op_programs().items():
+        row = {"torch.compile_s": compile_seconds(torch.compile, fn, args, repeat, backward)}
+        line = f"{name:<20} {row['torch.compile_s']:13.2f}s"
+        if baseline:
+            with unshared_subexpressions():
+                row["torchcx_before_s"] = compile_seconds(torchcx.compile, fn, args, repeat, backward)
+            line += f" {row['torchcx_before_s']:14.2f}s"
+        row["torchcx_s"] = compile_seconds(torchcx.compile, fn, args, repeat, backward)
+        row["ratio"] = row["torchcx_s"] / row["torch.compile_s"]
+        results[name] = row
+        print(line + f" {row['torchcx_s']:8.2f}s {row['ratio']:6.2f}", flush=True)
+    meta = {"torch": torch.__version__, "repeat": repeat, "threads": torch.get_num_threads()}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "compile_time_ops.json")
+    with open(path, "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=2)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ops", action="store_true", help="time single ops (issue #14) instead of programs")
+    parser.add_argument("--baseline", action="store_true", help="with --ops: also time without shared subexpressions")
+    parser.add_argument("--repeat", type=int, default=None, help="fresh compilations per row (default 3, --ops 1)")
+    options = parser.parse_args()
     torch._inductor.config.force_disable_caches = True
+    if options.ops:
+        main_ops(options.baseline, options.repeat or 1)
+        return
     results = {}
     print(f"{'program':<22} {'torch.compile':>14} {'torchcx':>9} {'ratio':>6}")
     for name, (fn, args) in programs().items():
-        default = compile_seconds(torch.compile, fn, args)
-        ours = compile_seconds(torchcx.compile, fn, args)
+        default = compile_seconds(torch.compile, fn, args, options.repeat or 3)
+        ours = compile_seconds(torchcx.compile, fn, args, options.repeat or 3)
         results[name] = {"torch.compile_s": default, "torchcx_s": ours, "ratio": ours / default}
         print(f"{name:<22} {default:13.2f}s {ours:8.2f}s {ours / default:6.2f}")
     os.makedirs("bench-results", exist_ok=True)
