@@ -141,8 +141,10 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     Inductor lowered is real-only. With ``backward=True`` it also runs a
     backward pass (of the sum of the outputs' absolute values) to report the
     backward graphs (a function that runs its own backward, a training step,
-    reports its backward graphs either way). The arguments are copied first, so ``fn``'s side effects
-    do not reach them. ``print(report)`` shows it.
+    reports its backward graphs either way). ``fn`` runs several times (in
+    Dynamo's explain, compiled, in eager and compiled again to count), each time
+    on fresh copies of the arguments, so its side effects do not reach them.
+    ``print(report)`` shows it.
     """
     report = ExplainReport()
     dynamo = torch._dynamo.explain(fn)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
@@ -179,14 +181,33 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
 def _backward(out: Any, counter: _ComplexOpCounter | None = None) -> None:
     """Backward of the sum of the outputs' absolute values, its ops counted by ``counter``."""
     tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
-    if not tensors:
+    leaves = _leaves(tensors)
+    if not leaves:
         return
     # The gradient of sum(|t|) is sgn(t): computed here, outside the counter, and passed in,
     # so that the backward runs the function's ops only (explain's abs is not eager work).
     with torch.no_grad():
         grads = [torch.sgn(t.detach()) for t in tensors]
+    # Gradients returned, not accumulated: explain leaves no .grad on a module's parameters,
+    # and gradient accumulation (detach, add_ into .grad) is no work of the function's.
     with counter if counter is not None else contextlib.nullcontext():
-        torch.autograd.backward(tensors, grads)
+        torch.autograd.grad(tensors, leaves, grads, allow_unused=True)
+
+
+def _leaves(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors requiring grad that ``tensors`` were computed from (the ones backward fills)."""
+    leaves = {id(t): t for t in tensors if t.grad_fn is None}
+    nodes, seen = [t.grad_fn for t in tensors if t.grad_fn is not None], set()
+    while nodes:
+        node = nodes.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)  # an AccumulateGrad node: a leaf's
+        if isinstance(variable, torch.Tensor):
+            leaves[id(variable)] = variable
+        nodes += [next_node for next_node, _ in node.next_functions]
+    return list(leaves.values())
 
 
 def _count_complex_ops(
@@ -237,9 +258,7 @@ class _ComplexOpCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        # detach is autograd's bookkeeping (a gradient accumulated into .grad is detached),
-        # computes nothing, and runs in eager whatever was compiled: not counted.
-        if func is not torch.ops.aten.detach.default and _touches_complex((args, kwargs, out)):
+        if _touches_complex((args, kwargs, out)):
             site = _eager_site(sys._getframe(1))
             if site is not None:
                 self.ops[str(func)] += 1
