@@ -78,3 +78,16 @@ def test_mixed_counts_and_names_the_eager_ops():
     assert report.eager_ops == {"aten.mul.Tensor": 2, "aten.abs.default": 1, "aten.exp.default": 1}
     assert {site.split(" ")[0] for _, site in report.eager_sites} == {"spread"}
     assert "complex ops that ran in eager" in text and "aten.mul.Tensor x2" in text
+
+
+def test_eager_backward_is_counted_and_named():
+    # The backward of eager code runs eager formulas in the autograd engine: counted, and
+    # named by their autograd node (they have no source line of their own).
+    def f(z):
+        return (spread(z) * z).sum()
+
+    report = torchcx.explain(f, cplx(8).requires_grad_(), backward=True)
+    sites = {site for _, site in report.eager_sites}
+    assert {"backward of MulBackward0", "backward of ExpBackward0"} <= sites
+    assert any(site.startswith("spread (") for site in sites)
+    assert 0 < report.compiled_ops < report.complex_ops

@@ -271,7 +271,7 @@ def _touches_complex(values: Any) -> bool:
 
 
 def _eager_site(frame: FrameType | None) -> str | None:
-    """The user's source line that ran an op, or None for an op of a compiled graph's runtime."""
+    """Where an op ran: the user's source line, the backward node, or None inside a compiled graph."""
     site = None
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -282,11 +282,16 @@ def _eager_site(frame: FrameType | None) -> str | None:
             name = resumed.group(1) if resumed else frame.f_code.co_name
             site = f"{name} ({filename}:{frame.f_lineno})"
         frame = frame.f_back
+    # The autograd engine runs an eager backward formula with no Python frame of its own:
+    # the user's frame found above would be the line that called backward. Name the node.
+    node = torch._C._current_autograd_node()
+    if node is not None:
+        return f"backward of {node.name()}"
     return site or "?"
 
 
 def _skipped_frames(messages: Counter[str]) -> list[str]:
-    """ "function (file line N): why" for each of Dynamo's messages that skipped a frame."""
+    """Each frame Dynamo's messages say it skipped, as "function (file line N): why"."""
     frames = []
     for message in messages:
         skipped = re.search(r"frame skipped: ([^\n]+)", message)
