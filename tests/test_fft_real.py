@@ -295,3 +295,15 @@ def test_auto_routes_by_the_rule() -> None:
         small = torchcx.explain(torch.fft.fft, signal(4, 64, dtype=torch.complex64))
         large = torchcx.explain(torch.fft.fft, signal(32, 1024, dtype=torch.complex64))
     assert not small.externs and large.externs == ["aten._fft_c2c.default"]
+
+
+@pytest.mark.parametrize("n", [8, 100, 1026, 4096, 8198])  # direct, four-step, Bluestein within
+def test_bins_real_by_symmetry_are_exactly_real(n: int) -> None:
+    # DC and Nyquist of a real signal: exact zeros as in eager and NumPy (an angle() after
+    # them must give 0 or pi exactly as eager's, not +-pi from a 1e-16 of either sign).
+    x = torch.randn(3, n, generator=torch.Generator().manual_seed(n))
+    half, full = torchcx.compile(lambda t: (torch.fft.rfft(t), torch.fft.fft(t)))(x)
+    bins = [0, n // 2] if n % 2 == 0 else [0]
+    for spectrum, eager in ((half, torch.fft.rfft(x)), (full, torch.fft.fft(x))):
+        assert torch.equal(spectrum.imag[:, bins], torch.zeros(3, len(bins)))
+        assert torch.equal(spectrum[:, bins].angle(), eager[:, bins].angle())

@@ -137,9 +137,21 @@ def _constant(fn: Callable[..., Any]) -> Callable[..., Any]:
     return build
 
 
-def _angles(j: Tensor, k: Tensor, n: int, sign: int) -> Tensor:
-    """s 2 pi (j k mod n) / n in float64: the exact reduction keeps the angle accurate for large j k."""
-    return sign * 2 * math.pi * torch.remainder(j * k, n).to(torch.float64) / n
+def _cis(num: Tensor, den: int, sign: int) -> tuple[Tensor, Tensor]:
+    """cos and sin of s 2 pi num / den in float64, for integers ``num``.
+
+    ``num`` is reduced modulo ``den`` in integers first, which keeps the angle accurate for
+    large products j k. Multiples of pi/2 give exact values: sin(pi) is 1.2e-16 in floating
+    point, which left ~1e-16 in the imaginary parts of bins that are real by symmetry (DC
+    and Nyquist of a real signal's spectrum, where eager's FFT and NumPy give exact zeros).
+    """
+    r = torch.remainder(num, den)
+    theta = sign * 2 * math.pi * r.to(torch.float64) / den
+    quarter = (4 * r) % den == 0
+    q = torch.div(4 * r, den, rounding_mode="floor")  # in 0..3 where quarter
+    exact_cos = torch.tensor([1.0, 0.0, -1.0, 0.0], dtype=torch.float64)[q]
+    exact_sin = sign * torch.tensor([0.0, 1.0, 0.0, -1.0], dtype=torch.float64)[q]
+    return torch.where(quarter, exact_cos, torch.cos(theta)), torch.where(quarter, exact_sin, torch.sin(theta))
 
 
 @_constant
@@ -154,8 +166,8 @@ def _dft_matrix(
 ) -> Tensor:
     """The real matrix B with [xr | xi] @ B = [Xr | Xi] for X = scale * DFT_n(x) (Note [FFT in real arithmetic])."""
     idx = torch.arange(n, dtype=torch.int64)
-    theta = _angles(idx[:, None], idx[None, :], n, sign)
-    wr, wi = scale * torch.cos(theta), scale * torch.sin(theta)
+    cos, sin = _cis(idx[:, None] * idx[None, :], n, sign)
+    wr, wi = scale * cos, scale * sin
     if real_in and real_out:
         m = wr
     elif real_in:
@@ -178,28 +190,28 @@ def _c2r_matrix(h: int, n: int, scale: float, dtype: torch.dtype, device: torch.
     """
     k = torch.arange(h, dtype=torch.int64)
     j = torch.arange(n, dtype=torch.int64)
-    theta = _angles(k[:, None], j[None, :], n, 1)
+    cos, sin = _cis(k[:, None] * j[None, :], n, 1)
     weight = torch.full((h, 1), 2.0, dtype=torch.float64)
     weight[0] = 1.0
     if n % 2 == 0:
         weight[n // 2] = 1.0
-    m = torch.cat([weight * torch.cos(theta), -weight * torch.sin(theta)], 0) * scale
+    m = torch.cat([weight * cos, -weight * sin], 0) * scale
     return m.to(dtype=dtype, device=device)
 
 
 @_constant
 def _twiddles(n1: int, n2: int, sign: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
     """W_n^(j2 k1) for n = n1 n2, as (re, im) of shape (n2, n1)."""
-    theta = _angles(torch.arange(n2)[:, None], torch.arange(n1)[None, :], n1 * n2, sign)
-    return torch.cos(theta).to(dtype=dtype, device=device), torch.sin(theta).to(dtype=dtype, device=device)
+    cos, sin = _cis(torch.arange(n2)[:, None] * torch.arange(n1)[None, :], n1 * n2, sign)
+    return cos.to(dtype=dtype, device=device), sin.to(dtype=dtype, device=device)
 
 
 @_constant
 def _chirp(n: int, sign: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
     """c[m] = exp(s i pi m^2 / n) for m < n, with m^2 reduced modulo 2n before the float64 angle."""
     m = torch.arange(n, dtype=torch.int64)
-    theta = sign * math.pi * torch.remainder(m * m, 2 * n).to(torch.float64) / n
-    return torch.cos(theta).to(dtype=dtype, device=device), torch.sin(theta).to(dtype=dtype, device=device)
+    cos, sin = _cis(m * m, 2 * n, sign)  # pi m^2 / n = 2 pi m^2 / (2n)
+    return cos.to(dtype=dtype, device=device), sin.to(dtype=dtype, device=device)
 
 
 @_constant
@@ -430,6 +442,10 @@ def r2c(x: Tensor, dims: list[int], normalization: int, onesided: bool, plan: Pl
     assert yi is not None
     if onesided:
         yr, yi = yr[..., : n // 2 + 1], yi[..., : n // 2 + 1]
+    # Bins 0 and n/2 of a real signal are real: exact zeros, as every r2c library writes them
+    # (the chirps of Bluestein's algorithm leave rounding there, even with exact twiddles).
+    k = torch.arange(yi.shape[-1], device=yi.device)
+    yi = torch.where((k == 0) | (2 * k == n), 0.0, yi)
     xr, xi = _back(last, yr), _back(last, yi)
     if len(dims) > 1:
         xr, xi = c2c(xr, xi, list(dims[:-1]), 0, True, plan)
