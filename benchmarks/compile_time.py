@@ -174,7 +174,12 @@ def main_ops(baseline: bool, repeat: int) -> None:
         row["ratio"] = row["torchcx_s"] / row["torch.compile_s"]
         results[name] = row
         print(line + f" {row['torchcx_s']:8.2f}s {row['ratio']:6.2f}", flush=True)
-    meta = {"torch": torch.__version__, "repeat": repeat, "threads": torch.get_num_threads()}
+    meta = {
+        "torch": torch.__version__,
+        "repeat": repeat,
+        "threads": torch.get_num_threads(),
+        "load_average": os.getloadavg()[0],  # a shared machine inflates every row
+    }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "compile_time_ops.json")
     with open(path, "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=2)
