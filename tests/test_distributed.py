@@ -37,7 +37,9 @@ Tolerances, from how the two runs round:
 
 DDP with bfloat16 parts uses DDP's Python reducer (``optimize_ddp =
 "python_reducer"``): the C++ reducer allocates its buckets from the
-reported dtype, ``complex32``, whose parts are float16 (docs/distributed.md).
+reported dtype, ``complex32``, whose parts are float16, and all-reduces them
+as float16, so torchcx refuses its copy of a bfloat16 gradient into a bucket
+(``test_ddp_cpp_reducer_refuses_bfloat16_parts``; docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -241,6 +243,7 @@ def _worker(rank: int, port: int, out: str) -> None:
         for part in ("complex64", "bfloat16"):
             results[f"bytes-{part}"] = _step_bytes(PARTS[part])
         results["refusals"] = _refusals()
+        results["ddp-cpp-reducer-bfloat16"] = _ddp_cpp_reducer_error()
         if rank == 0:
             torch.save(results, os.path.join(out, "results.pt"))
     finally:
@@ -261,6 +264,22 @@ def _step_bytes(part: torch.dtype | None) -> dict[str, int]:
         loss_fn(ddp, x, y).backward()
         loss_fn(fsdp, x, y).backward()
     return dict(sent.by_op)
+
+
+def _ddp_cpp_reducer_error() -> str | None:
+    """The error of one backward through DDP's C++ reducer with bfloat16 parts (None: no error).
+
+    Both ranks raise at the same point, the reducer's copy of the first gradient into its
+    bucket, before any bucket is all-reduced, so no collective is left waiting.
+    """
+    x, y = batch(torch.bfloat16)
+    with torch._dynamo.config.patch(optimize_ddp="ddp_optimizer"):  # the default: the C++ reducer
+        ddp = nn.parallel.DistributedDataParallel(SpectralNet(torch.bfloat16))
+    try:
+        loss_fn(ddp, x, y).backward()
+    except RuntimeError as e:
+        return str(e)
+    return None
 
 
 def _refusals() -> list[str]:
@@ -389,6 +408,34 @@ def test_non_componentwise_reductions_are_refused(distributed_runs: dict[str, An
     assert len(errors) == 3, errors
     for error, name in zip(errors, ["max", "product", "MIN"]):
         assert name in error and "bfloat16" in error and "only SUM and AVG" in error, error
+
+
+def test_ddp_cpp_reducer_refuses_bfloat16_parts(distributed_runs: dict[str, Any]) -> None:
+    # The C++ reducer would convert bfloat16 gradients to its float16-part buckets and sum
+    # them as float16 (ops/distributed.py, Note [DDP's C++ reducer and bfloat16 parts]).
+    error = distributed_runs["ddp-cpp-reducer-bfloat16"]
+    assert error is not None, "DDP's C++ reducer converted bfloat16 gradients to float16 silently"
+    for words in (
+        "DistributedDataParallel",
+        "of shape (",
+        "bfloat16 parts",
+        "complex32",
+        'optimize_ddp="python_reducer"',
+    ):
+        assert words in error, error
+
+
+def test_explicit_complex32_conversions_are_not_refused() -> None:
+    # The refusal above is of the reducer's copy during gradient accumulation only: asking
+    # for float16 parts in code is a conversion the user wrote. No process group needed.
+    z = torchcx.as_complex_tensor(torch.tensor([1 + 2j, 3e5 - 1e-3j], dtype=torch.complex64), torch.bfloat16)
+    want = torch.stack([z.re.half(), z.im.half()], dim=-1)  # float16 parts (3e5 is inf there)
+    assert torch.equal(torch.view_as_real(z.to_interleaved(torch.complex32)), want)
+    native = torch.empty(2, dtype=torch.complex32)
+    assert torch.equal(torch.view_as_real(native.copy_(z)), want)
+    out = torch.empty(2, dtype=torch.complex32)
+    assert torch.equal(torch.view_as_real(torch.mul(z, 0.5, out=out)), (want.float() * 0.5).half())
+    assert z.to(torch.complex32).component_dtype == torch.bfloat16  # Note [dtype of a ComplexTensor]
 
 
 def test_bfloat16_parts_send_half_the_bytes(distributed_runs: dict[str, Any]) -> None:

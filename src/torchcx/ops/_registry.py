@@ -56,6 +56,11 @@ EXTERN_OPS: set[OpOverloadPacket] = set()
 #: ``view_as_real`` of a complex tensor and which write their results later (``distributed``).
 REAL_VIEW_OPS: dict[OpOverload, Impl] = {}
 
+#: Checks run before every in-place or ``out=`` op, as ``check(func, args, kwargs)``: they
+#: raise where a write would convert values silently (``distributed``: DDP's C++ reducer
+#: copying bfloat16 parts into a float16-part bucket).
+WRITE_CHECKS: list[Impl] = []
+
 #: Ops that can make complex results from real inputs (``_fft_r2c``, ``linalg_eig``).
 #: ``ComplexMode`` routes them to torchcx even when no argument is complex.
 REAL_TO_COMPLEX_OPS: set[OpOverloadPacket] = set()
@@ -91,6 +96,9 @@ def _wrap_native(x: Any) -> Any:
 def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run aten overload ``func`` on arguments that may include ComplexTensors."""
     impl = resolve(func)
+    if func._schema.is_mutable:
+        for check in WRITE_CHECKS:
+            check(func, args, kwargs)
     with _lazy_bits_honoured():
         out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
     if func._schema.is_mutable:

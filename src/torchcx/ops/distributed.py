@@ -34,6 +34,32 @@ refused (complex numbers have no order) and so are PRODUCT (not componentwise:
 
 Ranks must agree on each tensor's part dtype, as they must on a real tensor's
 dtype.
+
+Note [DDP's C++ reducer and bfloat16 parts]
+-------------------------------------------
+DDP's C++ reducer allocates its gradient buckets in C++ from each parameter's
+reported dtype, ``complex32`` for 16-bit parts: native tensors with float16
+parts, which torchcx never sees allocated. Per parameter and step it issues:
+
+1. copy-in, in the hook it runs after ``AccumulateGrad`` (the parameter's
+   gradient accumulation): ``aten.mul.out(grad, 1 / world_size,
+   out=bucket_view)``, where ``grad`` is the ComplexTensor gradient and
+   ``bucket_view`` a native ``complex32`` view of the bucket;
+2. the all-reduce of the bucket, natively on its float16 lanes (no ComplexTensor
+   is involved, so torchcx does not see it);
+3. copy-out, once backward is done: ``aten.copy_(grad, bucket_view)``.
+
+For float16 parts all three are exact. For bfloat16 parts step 1 converts the
+gradient to float16 (values beyond float16's range become inf, small ones lose
+bits), and nothing can repair that later: keeping bfloat16 *bit patterns* in the
+bucket's 16-bit lanes would survive the copies but not step 2, which sums them
+as float16 numbers. So the copy-in is refused (``_refuse_ddp_bfloat16_bucket``)
+with what to do instead: DDP's Python reducer, which all-reduces each gradient
+as it is (through the collectives above). The check recognizes the copy-in as
+a write into a native ``complex32`` tensor of a bfloat16-part ComplexTensor
+while autograd runs an ``AccumulateGrad`` node; explicit conversions
+(``.to(torch.complex32)``, ``to_interleaved(torch.complex32)``, a copy outside
+gradient accumulation) are not affected.
 """
 
 from __future__ import annotations
@@ -53,7 +79,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from ..tensor import ComplexTensor, _interleaved_pair, _PlanarBase
 from ._common import register
-from ._registry import REAL_VIEW_OPS
+from ._registry import REAL_VIEW_OPS, WRITE_CHECKS
 
 aten = torch.ops.aten
 c10d = torch.ops.c10d
@@ -180,6 +206,51 @@ _IN_PLACE: dict[OpOverload, tuple[str, ...]] = {
 for _op, _written in _IN_PLACE.items():
     register(_op)(_in_place_collective(_op, _written, real_view=False))
     REAL_VIEW_OPS[_op] = _in_place_collective(_op, _written, real_view=True)
+
+
+# -- DDP's C++ reducer -----------------------------------------------------------------------
+
+
+def _written(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The arguments op ``func`` writes to."""
+    out = []
+    for i, a in enumerate(func._schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            out.append(args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name))
+    return out
+
+
+def _refuse_ddp_bfloat16_bucket(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Raise where DDP's C++ reducer would copy a bfloat16-part gradient into its float16-part bucket.
+
+    See Note [DDP's C++ reducer and bfloat16 parts]. Cheap when it does not apply:
+    most writes have no native complex32 destination.
+    """
+    if not any(
+        isinstance(t, Tensor) and not isinstance(t, _PlanarBase) and t.dtype == torch.complex32
+        for t in tree_leaves(_written(func, args, kwargs))
+    ):
+        return
+    sources = [
+        t for t in tree_leaves((args, kwargs)) if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16
+    ]
+    node = torch._C._current_autograd_node()
+    if not sources or not isinstance(node, torch._C._functions.AccumulateGrad):
+        return
+    param = node.variable  # the parameter whose gradient was just accumulated
+    raise RuntimeError(
+        f"torchcx: DistributedDataParallel's C++ reducer would convert the gradient of a parameter "
+        f"of shape {tuple(param.shape)} with bfloat16 parts ({func} into a native torch.complex32 bucket, "
+        "whose parts are float16): values beyond float16's range would be lost. The C++ reducer "
+        "allocates buckets from the reported dtype, complex32, and all-reduces them as float16. "
+        "Build the DDP module with DDP's Python reducer, which all-reduces each gradient in its "
+        'own parts: `with torch._dynamo.config.patch(optimize_ddp="python_reducer"): '
+        "model = DistributedDataParallel(model)` (or use float32 parts, or "
+        "torchcx.distributed.fully_shard). See docs/distributed.md."
+    )
+
+
+WRITE_CHECKS.append(_refuse_ddp_bfloat16_bucket)
 
 
 # -- functional collectives (torch.compile, DTensor) -----------------------------------------
