@@ -6,7 +6,8 @@ Every complex pointwise op runs over a grid of real and imaginary parts
 ``GRID`` x ``GRID`` (21 x 21 values: signed zeros, subnormals, 1e-5, 1/2, 1,
 huge values, values near the largest float32, infinities, nan), for complex64
 and complex128, three ways: eager PyTorch (native complex tensors), NumPy
-(complex128, rounded to the dtype) and torchcx (ComplexTensor, eager). Binary
+(complex128, rounded to the dtype) and torchcx, both on ComplexTensors in eager
+mode and through ``torchcx.compile`` (Inductor's kernels). Binary
 ops take one operand from the grid and the other from ``OTHERS``, both ways
 round; pow also takes number exponents (eager's pow(Tensor, Scalar) has fast
 paths). Ops NumPy has no function for (``COMPOSITE``: sigmoid, logaddexp,
@@ -50,6 +51,7 @@ must be exactly those of the float32 computation on the same (rounded) inputs.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -245,13 +247,44 @@ def _np_reference(
 
 
 def run_three_ways(
-    fn: Callable[..., Any], np_fn: Callable[..., np.ndarray], inputs: list[torch.Tensor], wide: bool = False
+    fn: Callable[..., Any],
+    np_fn: Callable[..., np.ndarray],
+    inputs: list[torch.Tensor],
+    wide: bool = False,
+    compiled: Callable[[], np.ndarray] | None = None,
 ):
-    """(eager, NumPy, torchcx) results of fn on native complex ``inputs``."""
+    """(eager, NumPy, torchcx) results of fn on native complex ``inputs``: torchcx on
+    ComplexTensors, or ``compiled()``'s result (the op through ``torchcx.compile``)."""
     eager = _to_numpy(fn(*[t.clone() for t in inputs]))
     ref = _np_reference(np_fn, [t.numpy() for t in inputs], eager, wide)
-    cx = _to_numpy(fn(*[ComplexTensor.from_interleaved(t.clone()) for t in inputs]))
+    if compiled is not None:
+        cx = compiled()
+    else:
+        cx = _to_numpy(fn(*[ComplexTensor.from_interleaved(t.clone()) for t in inputs]))
     return eager, ref, cx
+
+
+@functools.cache
+def _compiled_family(family: str, dtype: torch.dtype) -> dict[str, np.ndarray]:
+    """Every op of a family (unary, binary, pow_scalar) over its grid, as one torchcx-compiled
+    function: one compilation per family and dtype rather than one per op (Inductor's kernels
+    are the same either way: each op is its own output)."""
+    if family == "unary":
+        names, inputs = sorted(UNARY), [grid(dtype)]
+        fns = [UNARY[n][0] for n in names]
+    elif family == "binary":
+        names, inputs = sorted(BINARY), list(_binary_inputs(dtype))
+        fns = [BINARY[n][0] for n in names]
+    else:
+        names, inputs = [str(w) for w in POW_SCALARS], [grid(dtype)]
+        fns = [lambda z, w=w: torch.pow(z, w) for w in POW_SCALARS]
+
+    def every_op(*args: torch.Tensor) -> tuple[Any, ...]:
+        return tuple(f(*args) for f in fns)
+
+    torch._dynamo.reset()
+    outs = torchcx.compile(every_op, dynamic=False)(*[t.clone() for t in inputs])
+    return {n: _to_numpy(o) for n, o in zip(names, outs)}
 
 
 def _binary_inputs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -336,34 +369,74 @@ def parity_report(request: pytest.FixtureRequest) -> None:
 _IDS = {torch.complex64: "complex64", torch.complex128: "complex128"}
 
 
+#: torchcx on ComplexTensors, and compiled: Inductor's vectorized kernels (Sleef's math,
+#: FMA contraction) must keep the special values the decompositions spell out.
+MODES = ("eager", "compiled")
+
+
+def _parity_name(name: str, mode: str) -> str:
+    return name if mode == "eager" else f"{name} (compiled)"
+
+
+#: Compiled points known to differ from eager and NumPy, with the reason: (op, dtype) -> reason.
+#: Each is run and must fail (strict xfail), so a fix is noticed.
+COMPILED_DIFFERENCES: dict[tuple[str, torch.dtype], str] = {
+    ("addcdiv", torch.complex64): "Dynamo decomposes torch.addcdiv(a, t1, t2, value=v) into a + (t1 / t2) * v "
+    "before any backend sees it (torch/_dynamo/variables/torch.py, handle_addcdiv): where t1 / t2 overflows "
+    "(a subnormal t2), inf times v + 0i is nan; eager's kernel divides v * t1 by t2 and gives the infinity "
+    "(default torch.compile differs from eager the same way)",
+    ("pow", torch.complex64): "exp(w log z) in Inductor's vectorized kernels (Sleef's log, exp, sin, cos) "
+    "against eager's glibc cpowf: at |w log z| ~ 1e30 the signs of infinite and zero results follow the "
+    "rounding of a meaningless angle, and at |z| ~ 1e30 the result is 17 float32 ulps from complex128, "
+    "just past the 16-ulp bound that eager's meets",
+}
+
+
+def _expect_compiled_difference(request: pytest.FixtureRequest, name: str, dtype: torch.dtype, mode: str) -> None:
+    reason = COMPILED_DIFFERENCES.get((name, dtype)) if mode == "compiled" else None
+    if reason is not None:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 @pytest.mark.parametrize("name", sorted(UNARY))
-def test_parity_unary(name: str, dtype: torch.dtype) -> None:
+def test_parity_unary(name: str, dtype: torch.dtype, mode: str, request: pytest.FixtureRequest) -> None:
+    _expect_compiled_difference(request, name, dtype, mode)
     fn, np_fn = UNARY[name]
     inputs = [grid(dtype)]
-    _check_parity(name, dtype, inputs, *run_three_ways(fn, np_fn, inputs, name in COMPOSITE))
+    compiled = (lambda: _compiled_family("unary", dtype)[name]) if mode == "compiled" else None
+    results = run_three_ways(fn, np_fn, inputs, name in COMPOSITE, compiled)
+    _check_parity(_parity_name(name, mode), dtype, inputs, *results)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 @pytest.mark.parametrize("name", sorted(BINARY))
-def test_parity_binary(name: str, dtype: torch.dtype) -> None:
+def test_parity_binary(name: str, dtype: torch.dtype, mode: str, request: pytest.FixtureRequest) -> None:
+    _expect_compiled_difference(request, name, dtype, mode)
     fn, np_fn = BINARY[name]
     inputs = list(_binary_inputs(dtype))
-    _check_parity(name, dtype, inputs, *run_three_ways(fn, np_fn, inputs, name in COMPOSITE))
+    compiled = (lambda: _compiled_family("binary", dtype)[name]) if mode == "compiled" else None
+    results = run_three_ways(fn, np_fn, inputs, name in COMPOSITE, compiled)
+    _check_parity(_parity_name(name, mode), dtype, inputs, *results)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
-def test_parity_pow_scalar(dtype: torch.dtype) -> None:
+def test_parity_pow_scalar(dtype: torch.dtype, mode: str) -> None:
     # pow(Tensor, Scalar): every number exponent over the grid, concatenated.
     g = grid(dtype)
     eager, ref, cx = [], [], []
     for w in POW_SCALARS:
-        e, r, c = run_three_ways(lambda z, w=w: torch.pow(z, w), lambda z, w=w: np.power(z, w), [g])
+        compiled = (lambda w=w: _compiled_family("pow_scalar", dtype)[str(w)]) if mode == "compiled" else None
+        e, r, c = run_three_ways(lambda z, w=w: torch.pow(z, w), lambda z, w=w: np.power(z, w), [g], False, compiled)
         eager.append(e)
         ref.append(r)
         cx.append(c)
     inputs = [g.repeat(len(POW_SCALARS)), torch.tensor(POW_SCALARS, dtype=dtype).repeat_interleave(g.numel())]
-    _check_parity("pow_scalar", dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
+    name = _parity_name("pow_scalar", mode)
+    _check_parity(name, dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
 
 
 # -- accuracy against mpmath ----------------------------------------------------------------

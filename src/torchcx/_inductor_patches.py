@@ -2,8 +2,9 @@
 
 Two concern the bitcasts that unpack complex64 words into float32 parts
 (Note [Interleaved layouts]); the third keeps Inductor's code generation linear
-in the size of the graph (Note [Shared subexpressions]). None changes what a graph
-computes.
+in the size of the graph (Note [Shared subexpressions]). None of these changes what
+a graph computes. The fourth makes a vectorized expm1 as accurate as eager's
+(Note [Accurate expm1]).
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -74,6 +75,17 @@ Written for torch 2.13
 where that is missing, nothing is patched. tests/test_compile_cost.py fails
 when the memo stops taking effect.
 
+Note [Accurate expm1]
+---------------------
+Inductor's vectorized C++ kernels compute ``expm1(x)`` as ``exp(x) - 1``
+(``CppVecOverrides.expm1``, "for a better performance"), which cancels for small
+|x|: expm1(1e-30) is 0 and expm1(-0.0) is +0, where eager's kernel (Sleef's
+expm1) gives 1e-30 and -0.0. torchcx's complex expm1 is built on the real one
+precisely to avoid that cancellation (``expm1_impl``), so while torchcx compiles
+we emit ATen's ``Vectorized::expm1()``, as upstream did after torch 2.13
+(pytorch/pytorch#189803, fixed by #190533). The compiled edge-value parity test
+(tests/test_numerics.py) fails when this stops taking effect.
+
 The adjustments change the code Inductor generates, which its FX graph cache
 does not see: ``inductor_patches`` adds them (this file's hash and the settings
 they read) to ``torch.compiler.config.cache_key_tag`` for the compilation, so a
@@ -135,6 +147,7 @@ def inductor_patches() -> Iterator[None]:
             stack.enter_context(_vectorized_bitcasts())
         stack.enter_context(_pointwise_bitcasts())
         stack.enter_context(_shared_subexpressions())
+        stack.enter_context(_accurate_expm1())
         yield
 
 
@@ -150,6 +163,26 @@ def _source_hash() -> str:
 
 def _cache_tag() -> str:
     return f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}:shared={_SHARE_SUBEXPRESSIONS}"
+
+
+@contextlib.contextmanager
+def _accurate_expm1() -> Iterator[None]:
+    """Note [Accurate expm1]: ATen's vectorized expm1 in place of Inductor's exp(x) - 1."""
+    try:
+        from torch._inductor.codegen import cpp
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        yield
+        return
+    overrides = getattr(cpp, "CppVecOverrides", None)
+    own = getattr(overrides, "__dict__", {}).get("expm1")
+    if own is None:  # pragma: no cover - nothing to replace: Inductor emits its own expm1
+        yield
+        return
+    overrides.expm1 = staticmethod(lambda x: f"{x}.expm1()")
+    try:
+        yield
+    finally:
+        overrides.expm1 = own
 
 
 @contextlib.contextmanager

@@ -132,8 +132,10 @@ def torchcx_backend(
 #: Inductor decompositions that torchcx's tables replace in complex space: ``add``
 #: of two complex tensors becomes a real add over ``view(dtype)`` of interleaved
 #: memory (a trick for Inductor's own complex fallback), ``angle`` special-cases nan,
-#: ``lerp`` compares a Python complex weight with 0.5 (a TypeError).
-_REPLACED_DECOMPOSITIONS = ("add", "angle", "lerp")
+#: ``lerp`` compares a Python complex weight with 0.5 (a TypeError), ``sgn`` divides
+#: by ``abs`` as a complex division (nan for a subnormal |z|; torchcx's divides the
+#: parts by the real |z|).
+_REPLACED_DECOMPOSITIONS = ("add", "angle", "lerp", "sgn")
 
 
 def _complex_space_decompositions() -> dict[Any, Callable[..., Any]]:

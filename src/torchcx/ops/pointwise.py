@@ -174,8 +174,12 @@ def _add_product(a: Part, x: Part, y: Part) -> Part:
 
 
 def _div(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
-    # Smith's algorithm, as NumPy and c10::complex: divide through by the larger
-    # of |c|, |d| so that c^2 + d^2 never overflows or underflows.
+    # Smith's algorithm, as NumPy and c10::complex: with p the one of c, d larger in
+    # magnitude and q the other, r = q/p and (a + ib)/(c + id) = n / (p + q r), so that
+    # c^2 + d^2, which overflows or underflows, is never formed. We divide by p + q r
+    # where c10::complex multiplies by its reciprocal: 1/(p + q r) overflows for a
+    # subnormal divisor (1e-40j / 1e-40 gave nan; the quotient is 1j), and a division
+    # rounds once.
     if not isinstance(br, Tensor) and not isinstance(bi, Tensor):
         # A number divisor is computed in the dtype of the dividend, as eager's
         # wrapped scalar (and 1/0 is then inf, not a Python ZeroDivisionError).
@@ -183,20 +187,15 @@ def _div(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
         br, bi = (torch.as_tensor(v, dtype=like.dtype, device=like.device) for v in (br, bi))
     abs_br, abs_bi = abs(br), abs(bi)
     re_dominant = abs_br >= abs_bi
-    # |c| >= |d|: r = d/c, (a + ib)/(c + id) = ((a + br) + i(b - ar)) / (c + dr)
-    rat1 = bi / br
-    scl1 = 1.0 / (br + bi * rat1)
-    re1, im1 = _add_product(ar, ai, rat1) * scl1, _add_product(ai, -ar, rat1) * scl1
-    # |d| > |c|: r = c/d, quotient = ((ar + b) + i(br - a)) / (d + cr)
-    rat2 = br / bi
-    scl2 = 1.0 / (bi + br * rat2)
-    re2, im2 = _add_product(ai, ar, rat2) * scl2, _add_product(-ar, ai, rat2) * scl2
+    p, q = where(re_dominant, br, bi), where(re_dominant, bi, br)
+    rat = q / p
+    den = p + q * rat
+    # |c| >= |d|: n = (a + b r) + i(b - a r);  |d| > |c|: n = (a r + b) + i(b r - a)
+    re = where(re_dominant, _add_product(ar, ai, rat), _add_product(ai, ar, rat)) / den
+    im = where(re_dominant, _add_product(ai, -ar, rat), _add_product(-ar, ai, rat)) / den
     # c = d = 0: a/0 and b/0 give the infinities (or nans) of a real division.
     both_zero = (abs_br == 0) & (abs_bi == 0) if isinstance(abs_br, Tensor) else (abs_br == 0 and abs_bi == 0)
-    re0, im0 = ar / abs_br, ai / abs_br
-    re = where(both_zero, re0, where(re_dominant, re1, re2))
-    im = where(both_zero, im0, where(re_dominant, im1, im2))
-    return re, im
+    return where(both_zero, ar / abs_br, re), where(both_zero, ai / abs_br, im)
 
 
 def _scale(alpha: complex | float, br: Part, bi: Part) -> tuple[Part, Part]:
