@@ -282,3 +282,21 @@ def test_settings_hold_for_backward_graphs():
     assert [g.kind for g in report.graphs] == ["forward", "backward"]
     forward, backward = _real_gemms(report)
     assert forward == backward > 1  # "4m" both ways (one complex product each), not "block"'s one GEMM
+
+
+# -- Inductor adjustments take effect (src/torchcx/_inductor_patches.py) ------------------------
+
+
+def test_inductor_adjustments_take_effect():
+    # Note [Vectorized bitcasts]: the complex64 words are unpacked with a vector cast, not a
+    # scalar loop; Note [Accurate expm1]: the vectorized expm1 is ATen's, not exp(x) - 1.
+    from torch._inductor.utils import run_and_get_code
+
+    x = torch.randn(256, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        out, codes = run_and_get_code(torchcx.compile(lambda z: torch.expm1(z * 2)), x)
+    code = "\n".join(codes)
+    assert "at::vec::cast<float>" in code, "vectorized bitcasts did not take effect"
+    assert ".expm1()" in code and ".exp() - " not in code, "accurate expm1 did not take effect"
+    torch.testing.assert_close(out, torch.expm1(x * 2))

@@ -166,60 +166,60 @@ def _cache_tag() -> str:
 
 
 @contextlib.contextmanager
-def _accurate_expm1() -> Iterator[None]:
-    """Note [Accurate expm1]: ATen's vectorized expm1 in place of Inductor's exp(x) - 1."""
+def _vec_override(name: str, make: Any) -> Iterator[None]:
+    """``CppVecOverrides.<name>`` replaced by ``make(original)`` for the duration.
+
+    ``original`` is the override Inductor would use (possibly inherited from the scalar
+    ``CppOverrides``); where Inductor has no such override, nothing is patched.
+    """
     try:
         from torch._inductor.codegen import cpp
     except ImportError:  # pragma: no cover - Inductor's layout changed
         yield
         return
     overrides = getattr(cpp, "CppVecOverrides", None)
-    own = getattr(overrides, "__dict__", {}).get("expm1")
-    if own is None:  # pragma: no cover - nothing to replace: Inductor emits its own expm1
-        yield
-        return
-    overrides.expm1 = staticmethod(lambda x: f"{x}.expm1()")
-    try:
-        yield
-    finally:
-        overrides.expm1 = own
-
-
-@contextlib.contextmanager
-def _vectorized_bitcasts() -> Iterator[None]:
-    try:
-        from torch._inductor.codegen import cpp
-        from torch._inductor.virtualized import V
-    except ImportError:  # pragma: no cover - Inductor's layout changed
-        yield
-        return
-    overrides = getattr(cpp, "CppVecOverrides", None)
-    original = getattr(overrides, "to_dtype_bitcast", None)
+    original = getattr(overrides, name, None)
     if original is None:  # pragma: no cover
         yield
         return
-    own = overrides.__dict__.get("to_dtype_bitcast")  # None if inherited
-
-    def to_dtype_bitcast(x, dtype, src_dtype):  # noqa: ANN001, ANN202
-        kernel = V.kernel
-        if (
-            dtype in _FOUR_BYTE
-            and src_dtype in _FOUR_BYTE
-            and dtype != src_dtype
-            and hasattr(kernel, "_get_num_vectors")
-            and kernel._get_num_vectors(torch.float32) == 1
-        ):
-            return f"at::vec::cast<{cpp.DTYPE_TO_CPP[dtype]}>({x})"
-        return original(x, dtype, src_dtype)
-
-    overrides.to_dtype_bitcast = staticmethod(to_dtype_bitcast)
+    own = overrides.__dict__.get(name)  # None if inherited
+    setattr(overrides, name, staticmethod(make(original)))
     try:
         yield
     finally:
         if own is None:
-            del overrides.to_dtype_bitcast
+            delattr(overrides, name)
         else:
-            overrides.to_dtype_bitcast = own
+            setattr(overrides, name, own)
+
+
+def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
+    """Note [Accurate expm1]: ATen's vectorized expm1 in place of Inductor's exp(x) - 1."""
+    return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()")
+
+
+def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
+    """Note [Vectorized bitcasts]."""
+
+    def make(original: Any) -> Any:
+        from torch._inductor.codegen import cpp
+        from torch._inductor.virtualized import V
+
+        def to_dtype_bitcast(x, dtype, src_dtype):  # noqa: ANN001, ANN202
+            kernel = V.kernel
+            if (
+                dtype in _FOUR_BYTE
+                and src_dtype in _FOUR_BYTE
+                and dtype != src_dtype
+                and hasattr(kernel, "_get_num_vectors")
+                and kernel._get_num_vectors(torch.float32) == 1
+            ):
+                return f"at::vec::cast<{cpp.DTYPE_TO_CPP[dtype]}>({x})"
+            return original(x, dtype, src_dtype)
+
+        return to_dtype_bitcast
+
+    return _vec_override("to_dtype_bitcast", make)
 
 
 @contextlib.contextmanager
