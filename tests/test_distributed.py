@@ -57,6 +57,7 @@ from torch import nn
 
 import torchcx
 import torchcx.distributed
+from torchcx.explain import _capture
 
 pytestmark = pytest.mark.skipif(
     not dist.is_available() or not dist.is_gloo_available(), reason="torch.distributed with gloo is not available"
@@ -159,7 +160,11 @@ def _local(t: torch.Tensor) -> torch.Tensor:
 # -- the two processes -------------------------------------------------------------------------
 
 
-def _distributed(engine: str, part: torch.dtype | None, compiled: bool, rank: int) -> dict[str, torch.Tensor]:
+def _distributed(
+    engine: str, part: torch.dtype | None, compiled: bool, rank: int, graphs: list[tuple[str, bool]]
+) -> dict[str, torch.Tensor]:
+    """Parameters after ``STEPS`` steps of ``engine``; ``graphs`` receives (kind, real-only) of
+    every graph torchcx compiled."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
@@ -189,10 +194,12 @@ def _distributed(engine: str, part: torch.dtype | None, compiled: bool, rank: in
             wrapped = torchcx.distributed.fully_shard(model)
     step = torchcx.compile(wrapped) if compiled else wrapped
     opt = optimizer(engine, model, part)
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss_fn(step, x, y).backward()
-        opt.step()
+    with _capture() as report:
+        for _ in range(STEPS):
+            opt.zero_grad()
+            loss_fn(step, x, y).backward()
+            opt.step()
+    graphs += [(g.kind, g.real_only) for g in report.graphs]
     return {k: _local(v) for k, v in model.state_dict().items()}
 
 
@@ -237,7 +244,8 @@ def _worker(rank: int, port: int, out: str) -> None:
     try:
         results: dict[str, Any] = {}
         for name, (engine, part, compiled) in SCENARIOS.items():
-            results[name] = _distributed(engine, PARTS[part], compiled, rank)
+            results[f"graphs-{name}"] = graphs = []
+            results[name] = _distributed(engine, PARTS[part], compiled, rank, graphs)
         for part in ("complex64", "bfloat16"):
             results[f"checkpoint-{part}"] = _checkpoint_resume(PARTS[part], os.path.join(out, f"checkpoint-{part}"))
         for part in ("complex64", "bfloat16"):
@@ -396,6 +404,13 @@ def test_matches_single_process(name: str, distributed_runs: dict[str, Any]) -> 
         else:  # one bfloat16 ulp of the largest parameter (module docstring)
             ulp = 2.0**-7 * _values(b).abs().max().item() / 2
             assert (_values(a) - _values(b)).abs().max().item() <= ulp, key
+
+
+@pytest.mark.parametrize("name", [name for name, (*_, compiled) in SCENARIOS.items() if compiled])
+def test_compiled_graphs_are_real_only(name: str, distributed_runs: dict[str, Any]) -> None:
+    graphs = distributed_runs[f"graphs-{name}"]
+    assert {kind for kind, _ in graphs} >= {"forward", "backward"}, graphs
+    assert all(real_only for _, real_only in graphs), graphs
 
 
 @pytest.mark.parametrize("part", ["complex64", "bfloat16"])
