@@ -284,17 +284,17 @@ def _shared_subexpressions() -> Iterator[None]:
             # One memo per ops handler: a handler is one evaluation (a loop body's trace,
             # an op count, a read/write analysis); a masked sub-block gets its own.
             memo = getattr(V.get_ops_handler(), "__dict__", None)
+            key = (loader, tuple(index))
             try:
-                key = (loader, tuple(index))
-                if memo is None:
-                    raise TypeError
-                values = memo.setdefault(_MEMO, {})
-                return values[key]
-            except KeyError:
-                values[key] = value = loader(index)
-                return value
-            except TypeError:  # no memo for this handler, or an index that does not hash
+                hash(key)
+            except TypeError:  # an index that does not hash
+                memo = None
+            if memo is None:  # (or a handler that keeps no attributes)
                 return loader(index)
+            values = memo.setdefault(_MEMO, {})
+            if key not in values:
+                values[key] = loader(index)
+            return values[key]
 
         return load
 

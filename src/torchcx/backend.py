@@ -115,11 +115,9 @@ def torchcx_backend(
     patches.update(options or {})
     settings = config.compile_settings() if settings is None else settings
     inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict, settings=settings)
-    with (
-        torch._functorch.config.patch(enable_autograd_cache=False),
-        quiet_complex_warning(),
-        config.patch(**settings),
-    ):
+    # (the settings take effect in _lower_and_compile: AOTAutograd's complex-space tracing
+    # here runs no torchcx op)
+    with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
         return compile_fx(
             gm,
             example_inputs,
@@ -359,18 +357,8 @@ class _Lowering:
 
     def _aliased_input(self, node: Any) -> int | None:
         """The placeholder index ``node`` is a (chain of) view(s) of, if any."""
-        while isinstance(node, fx.Node):
-            if node.op == "placeholder":
-                return self.placeholders.index(node)
-            if node.op != "call_function":
-                return None
-            if node.target is operator.getitem:
-                node = node.args[0]
-                continue
-            if not _is_view(node.target):
-                return None
-            node = node.args[0]
-        return None
+        root = self._view_root(node)
+        return self.placeholders.index(root) if isinstance(root, fx.Node) and root.op == "placeholder" else None
 
     @staticmethod
     def _view_root(node: Any) -> Any:

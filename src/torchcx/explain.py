@@ -18,7 +18,7 @@ from torch._dynamo.utils import counters
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .backend import _ACTIVE_REPORTS, CompileReport, GraphReport, compile
+from .backend import _ACTIVE_REPORTS, CompileReport, GraphReport, _has_complex, compile
 
 __all__ = ["explain", "ExplainReport"]
 
@@ -258,16 +258,12 @@ class _ComplexOpCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if _touches_complex((args, kwargs, out)):
+        if _has_complex((args, kwargs, out)):
             site = _eager_site(sys._getframe(1))
             if site is not None:
                 self.ops[str(func)] += 1
                 self.sites[(str(func), site)] += 1
         return out
-
-
-def _touches_complex(values: Any) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.is_complex() for t in tree_flatten(values)[0])
 
 
 def _eager_site(frame: FrameType | None) -> str | None:

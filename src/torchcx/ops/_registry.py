@@ -96,12 +96,13 @@ def _wrap_native(x: Any) -> Any:
 def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run aten overload ``func`` on arguments that may include ComplexTensors."""
     impl = resolve(func)
-    if func._schema.is_mutable:
+    mutable = func._schema.is_mutable
+    if mutable:
         for check in WRITE_CHECKS:
             check(func, args, kwargs)
     with _lazy_bits_honoured():
         out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
-    if func._schema.is_mutable:
+    if mutable:
         # An in-place or out= op returns the very tensor it mutated, not our wrapper of it.
         out = _mutated_originals(func, args, kwargs, out)
     return out

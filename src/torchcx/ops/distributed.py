@@ -203,9 +203,9 @@ _IN_PLACE: dict[OpOverload, tuple[str, ...]] = {
     c10d.recv_.default: ("tensors",),
 }
 
-for _op, _written in _IN_PLACE.items():
-    register(_op)(_in_place_collective(_op, _written, real_view=False))
-    REAL_VIEW_OPS[_op] = _in_place_collective(_op, _written, real_view=True)
+for _op, _outputs in _IN_PLACE.items():
+    register(_op)(_in_place_collective(_op, _outputs, real_view=False))
+    REAL_VIEW_OPS[_op] = _in_place_collective(_op, _outputs, real_view=True)
 
 
 # -- DDP's C++ reducer -----------------------------------------------------------------------
@@ -223,19 +223,20 @@ def _written(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 def _refuse_ddp_bfloat16_bucket(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Raise where DDP's C++ reducer would copy a bfloat16-part gradient into its float16-part bucket.
 
-    See Note [DDP's C++ reducer and bfloat16 parts]. Cheap when it does not apply:
-    most writes have no native complex32 destination.
+    See Note [DDP's C++ reducer and bfloat16 parts]. It runs before every write, so the
+    cheapest test comes first: outside gradient accumulation there is no AccumulateGrad node.
     """
+    node = torch._C._current_autograd_node()
+    if not isinstance(node, torch._C._functions.AccumulateGrad):
+        return
     if not any(
         isinstance(t, Tensor) and not isinstance(t, _PlanarBase) and t.dtype == torch.complex32
         for t in tree_leaves(_written(func, args, kwargs))
     ):
         return
-    sources = [
-        t for t in tree_leaves((args, kwargs)) if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16
-    ]
-    node = torch._C._current_autograd_node()
-    if not sources or not isinstance(node, torch._C._functions.AccumulateGrad):
+    if not any(
+        isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16 for t in tree_leaves((args, kwargs))
+    ):
         return
     param = node.variable  # the parameter whose gradient was just accumulated
     raise RuntimeError(
