@@ -1,9 +1,9 @@
-"""The benchmark workloads, in the order of the table."""
+"""The benchmark workloads, in the order of the table, and the size sweep's (``SWEEP_WORKLOADS``)."""
 
 from __future__ import annotations
 
-from . import elementwise, fno, matmul, mlp, nls, quantum, rotary
-from ._base import SCALES, JaxCase, Problem, Workload
+from . import elementwise, fno, inplace, layer, matmul, mlp, nls, quantum, rotary
+from ._base import SCALES, JaxCase, Problem, SweepWorkload, Workload
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -11,4 +11,11 @@ WORKLOADS: dict[str, Workload] = {
     for w in module.WORKLOADS  # type: ignore[attr-defined]
 }
 
-__all__ = ["SCALES", "WORKLOADS", "JaxCase", "Problem", "Workload"]
+#: The programs ``python -m torchcx.bench --sweep`` times at sizes from 2^10 to 2^24 elements.
+SWEEP_WORKLOADS: dict[str, SweepWorkload] = {
+    w.name: w
+    for module in (elementwise, rotary, inplace, layer, matmul)
+    for w in module.SWEEP  # type: ignore[attr-defined]
+}
+
+__all__ = ["SCALES", "SWEEP_WORKLOADS", "WORKLOADS", "JaxCase", "Problem", "SweepWorkload", "Workload"]

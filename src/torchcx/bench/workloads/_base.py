@@ -93,3 +93,25 @@ class Workload:
     name: str
     title: str
     build: Callable[[str, torch.device], Problem]
+
+
+@dataclass(frozen=True)
+class SweepWorkload:
+    """A named program built at ``n`` elements (a power of two, at least ``2**min_log2``), for the size sweep.
+
+    ``n`` counts the elements of the program's main operand (the workload's
+    docstring says which); the shapes around it are chosen so that any power of
+    two from ``2**min_log2`` up is exact.
+    """
+
+    name: str
+    title: str
+    build: Callable[[int, torch.device], Problem]
+    min_log2: int = 4
+
+
+def log2_exact(n: int) -> int:
+    """``log2(n)`` for a power of two ``n``; a ValueError otherwise."""
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"the sweep's sizes are powers of two, not {n}")
+    return n.bit_length() - 1

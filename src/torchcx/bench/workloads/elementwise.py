@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ._base import JaxCase, Problem, Workload, to_numpy
+from ._base import JaxCase, Problem, SweepWorkload, Workload, log2_exact, to_numpy
 
 
 def chain(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
@@ -32,7 +32,17 @@ _SHAPES = {"smoke": (4, 256), "quick": (4, 1 << 16), "full": (16, 1 << 16)}
 
 
 def build(scale: str, device: torch.device) -> Problem:
-    rows, cols = _SHAPES[scale]
+    return build_shape(*_SHAPES[scale], device)
+
+
+def build_n(n: int, device: torch.device) -> Problem:
+    """The chain on ``n`` complex64 elements: 16 rows (one below 256 elements) of ``n / 16``."""
+    log2_exact(n)
+    rows = 16 if n >= 256 else 1
+    return build_shape(rows, n // rows, device)
+
+
+def build_shape(rows: int, cols: int, device: torch.device) -> Problem:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(rows, cols, dtype=torch.complex64, generator=g).to(device)
     y = torch.randn(rows, cols, dtype=torch.complex64, generator=g).to(device)
@@ -50,3 +60,4 @@ def build(scale: str, device: torch.device) -> Problem:
 
 
 WORKLOADS = [Workload("elementwise", "fused elementwise chain", build)]
+SWEEP = [SweepWorkload("elementwise", "fused elementwise chain, n complex64 elements", build_n)]

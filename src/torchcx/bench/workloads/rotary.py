@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ._base import JaxCase, Problem, Workload, to_numpy
+from ._base import JaxCase, Problem, SweepWorkload, Workload, log2_exact, to_numpy
 
 
 def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0) -> Tensor:
@@ -40,6 +40,17 @@ def apply_rotary_emb(xq: Tensor, xk: Tensor, freqs_cis: Tensor) -> tuple[Tensor,
     return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
+def inverse_frequencies(dim: int, theta: float = 10000.0) -> Tensor:
+    return 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+
+
+def apply_rotary_emb_from_positions(xq: Tensor, xk: Tensor, t: Tensor, inv_freq: Tensor) -> tuple[Tensor, Tensor]:
+    """``apply_rotary_emb`` with ``freqs_cis`` made in the program from the positions ``t`` (float32)."""
+    freqs = torch.outer(t, inv_freq)
+    freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
+    return apply_rotary_emb(xq, xk, freqs_cis)
+
+
 def _jax_apply_rotary_emb(xq: Any, xk: Any, freqs_cis: Any) -> Any:
     import jax.numpy as jnp
     from jax import lax
@@ -50,6 +61,14 @@ def _jax_apply_rotary_emb(xq: Any, xk: Any, freqs_cis: Any) -> Any:
         return jnp.stack([rotated.real, rotated.imag], axis=-1).reshape(x.shape).astype(x.dtype)
 
     return rotate(xq), rotate(xk)
+
+
+def _jax_apply_rotary_emb_from_positions(xq: Any, xk: Any, t: Any, inv_freq: Any) -> Any:
+    import jax.numpy as jnp
+    from jax import lax
+
+    freqs = jnp.outer(t, inv_freq)
+    return _jax_apply_rotary_emb(xq, xk, lax.complex(jnp.cos(freqs), jnp.sin(freqs)))
 
 
 #: (batch, sequence, heads, head dim): B4 T512 H8 D64 is the size issue #7 named
@@ -87,6 +106,40 @@ def build_shape(dtype: torch.dtype, shape: tuple[int, int, int, int], device: to
     )
 
 
+def sweep_shape(n: int) -> tuple[int, int, int, int]:
+    """(B, T, H, D) with ``n`` elements: H=8, D=64, B=1 below 2^16 elements, 2 below 2^20, else 4.
+
+    2^20 is B4 T512 H8 D64, issue #7's size; below 512 elements H, then D, shrink.
+    """
+    log2_exact(n)
+    d = min(64, n)
+    h = min(8, n // d)
+    b = 4 if n >= 1 << 20 else 2 if n >= 1 << 16 else 1
+    return b, n // (b * h * d), h, d
+
+
+def build_n(dtype: torch.dtype, n: int, device: torch.device, *, in_graph: bool = False) -> Problem:
+    """The rotary embedding of q and k, each of ``n`` elements (``sweep_shape``).
+
+    ``in_graph``: ``freqs_cis`` is computed in the program (``torch.polar`` of
+    ``torch.outer(t, inv_freq)``) from float32 positions and inverse frequencies.
+    """
+    problem = build_shape(dtype, sweep_shape(n), device)
+    if not in_graph:
+        return problem
+    b, t, h, d = sweep_shape(n)
+    xq, xk, _ = problem.make_args()
+    positions = torch.arange(t, dtype=torch.float32, device=device)
+    inv_freq = inverse_frequencies(d).to(device)
+    problem.program = apply_rotary_emb_from_positions
+    problem.make_args = lambda: (xq, xk, positions, inv_freq)
+    problem.bytes = 4 * n * dtype.itemsize + 4 * (t + d // 2)
+    problem.flops += 2 * t * d // 2  # the outer product; cos and sin not counted
+    problem.jax = lambda args: JaxCase(_jax_apply_rotary_emb_from_positions, tuple(to_numpy(a) for a in args))
+    problem.note = "freqs_cis computed in the program"
+    return problem
+
+
 WORKLOADS = [
     Workload("rope-fp32", "rotary embeddings, float32 activations", functools.partial(build, torch.float32)),
     Workload("rope-bf16", "rotary embeddings, bfloat16 activations", functools.partial(build, torch.bfloat16)),
@@ -99,5 +152,23 @@ WORKLOADS = [
         "rope-bf16-large",
         "rotary embeddings, bfloat16 activations, T=2048",
         functools.partial(build, torch.bfloat16, large=True),
+    ),
+]
+SWEEP = [
+    SweepWorkload(
+        "rope-fp32", "rotary embeddings, float32, freqs_cis precomputed", functools.partial(build_n, torch.float32)
+    ),
+    SweepWorkload(
+        "rope-bf16", "rotary embeddings, bfloat16, freqs_cis precomputed", functools.partial(build_n, torch.bfloat16)
+    ),
+    SweepWorkload(
+        "rope-fp32-freqs",
+        "rotary embeddings, float32, freqs_cis computed in the program",
+        functools.partial(build_n, torch.float32, in_graph=True),
+    ),
+    SweepWorkload(
+        "rope-bf16-freqs",
+        "rotary embeddings, bfloat16, freqs_cis computed in the program",
+        functools.partial(build_n, torch.bfloat16, in_graph=True),
     ),
 ]
