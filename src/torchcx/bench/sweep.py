@@ -341,6 +341,7 @@ def chart(results: SweepResults, out_dir: str) -> tuple[list[str], str | None]:
 
         matplotlib.use("Agg")  # no display needed
         import matplotlib.pyplot as plt
+        from matplotlib import ticker
     except ImportError:
         return [], "matplotlib is not installed (pip install 'torchcx[bench]'): no chart"
     names = results.workloads()
@@ -371,9 +372,12 @@ def chart(results: SweepResults, out_dir: str) -> tuple[list[str], str | None]:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_ylim(min(speedups) / 1.4, max(speedups) * 1.4)
+        ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
         ax.set_xlabel("elements")
         ax.set_ylabel("speedup over eager")
-        ax.set_title(f"{name}: {results.titles.get(name, '')}", fontsize=9)
+        ax.set_title(f"{name}\n{results.titles.get(name, '')}", fontsize=8)
         ax.grid(which="both", alpha=0.3)
 
     for name in names:
@@ -388,17 +392,20 @@ def chart(results: SweepResults, out_dir: str) -> tuple[list[str], str | None]:
         paths.append(path)
     columns = min(3, len(names))
     rows = math.ceil(len(names) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.6 * rows), squeeze=False)
+    height = 3.6 * rows + 0.9  # inches: 0.9 for the title and the legend
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, height), squeeze=False)
     for ax, name in zip(axes.flat, names):
         draw(ax, name)
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncols=len(modes), fontsize=9)
     worst = results.worst(EAGER)
-    headline = f"; worst torchcx vs eager {worst.ratio:.2f}x ({worst.workload}, 2^{worst.log2_n})" if worst else ""
-    fig.suptitle(f"torchcx.bench --sweep: {machine}{headline}", fontsize=10, y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    headline = f"\nworst torchcx vs eager {worst.ratio:.2f}x ({worst.workload}, 2^{worst.log2_n})" if worst else ""
+    fig.suptitle(f"torchcx.bench --sweep: {machine}{headline}", fontsize=10, y=1 - 0.05 / height)
+    fig.legend(
+        handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.45 / height), ncols=len(modes), fontsize=9
+    )
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.85 / height))
     path = os.path.join(out_dir, "sweep.png")
     fig.savefig(path, dpi=100)
     plt.close(fig)
