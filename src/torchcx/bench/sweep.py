@@ -405,7 +405,7 @@ def chart(results: SweepResults, out_dir: str) -> tuple[list[str], str | None]:
     fig.legend(
         handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.45 / height), ncols=len(modes), fontsize=9
     )
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.85 / height))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / height))
     path = os.path.join(out_dir, "sweep.png")
     fig.savefig(path, dpi=100)
     plt.close(fig)
