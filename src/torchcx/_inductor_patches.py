@@ -13,7 +13,14 @@ stack buffer (``CppVecOverrides`` has no vector override for
 ``to_dtype_bitcast``), which made the boundary cost 2.7x the planar kernel's
 time; ATen's ``at::vec::cast<To>(Vectorized<From>)`` reinterprets a vector
 register in one instruction. We emit that cast for same-width 32-bit types
-when both are held as one vector, and otherwise leave the code as it was.
+(one per vector where a tile spans several, as beside 16-bit elements), and
+otherwise leave the code as it was.
+
+The same holds for the int64 <-> int32 conversions that split and join the
+words: ATen vectorizes one int64 pair to one int32 vector and back
+(``VecConvert<int32_t, 1, int64_t, 2>``), and a tile of more vectors, as in a
+kernel over 16-bit elements, fell back to a scalar loop; we convert it a
+pair of vectors at a time.
 
 Note [Bitcasts of computed values]
 ----------------------------------
@@ -105,6 +112,7 @@ from typing import Any
 import torch
 
 from . import config
+from ._interleaved import interleaved_access
 
 _FOUR_BYTE = (torch.float32, torch.int32)
 
@@ -145,16 +153,20 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(torch.compiler.config.patch(cache_key_tag=f"{tag}|{_cache_tag()}"))
         if config.vectorized_bitcast:
             stack.enter_context(_vectorized_bitcasts())
+            stack.enter_context(_word_conversions())
         stack.enter_context(_pointwise_bitcasts())
         stack.enter_context(_shared_subexpressions())
         stack.enter_context(_accurate_expm1())
+        if config.interleaved_access:
+            stack.enter_context(interleaved_access())
         yield
 
 
 @functools.cache
 def _source_hash() -> str:
     try:
-        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+        sources = (Path(__file__), Path(__file__).with_name("_interleaved.py"))
+        return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:16]
     except OSError:  # pragma: no cover - no source file
         from . import __version__
 
@@ -162,7 +174,10 @@ def _source_hash() -> str:
 
 
 def _cache_tag() -> str:
-    return f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}:shared={_SHARE_SUBEXPRESSIONS}"
+    return (
+        f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}"
+        f":interleaved={config.interleaved_access}:shared={_SHARE_SUBEXPRESSIONS}"
+    )
 
 
 @contextlib.contextmanager
@@ -212,14 +227,61 @@ def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
                 and src_dtype in _FOUR_BYTE
                 and dtype != src_dtype
                 and hasattr(kernel, "_get_num_vectors")
-                and kernel._get_num_vectors(torch.float32) == 1
             ):
-                return f"at::vec::cast<{cpp.DTYPE_TO_CPP[dtype]}>({x})"
+                to, n = cpp.DTYPE_TO_CPP[dtype], kernel._get_num_vectors(torch.float32)
+                if n == 1:
+                    return f"at::vec::cast<{to}>({x})"
+                # A tile of n vectors (16-bit elements beside these): one cast per vector.
+                casts = " ".join(f"r[{k}] = at::vec::cast<{to}>({x}[{k}]);" for k in range(n))
+                return f"[&] {{ at::vec::VectorizedN<{to}, {n}> r; {casts} return r; }}()"
             return original(x, dtype, src_dtype)
 
         return to_dtype_bitcast
 
     return _vec_override("to_dtype_bitcast", make)
+
+
+@contextlib.contextmanager
+def _word_conversions() -> Iterator[None]:
+    """Note [Vectorized bitcasts]: int64 <-> int32 tiles of several vectors, a pair at a time."""
+    try:
+        from torch._inductor.codegen import cpp
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    kernel = getattr(cpp, "CppVecKernel", None)
+    original = getattr(kernel, "get_to_dtype_expr", None)
+    if original is None:  # pragma: no cover
+        yield
+        return
+    words = {torch.int64: "int64_t", torch.int32: "int32_t"}
+
+    def get_to_dtype_expr(
+        self: Any, src: Any, dtype: torch.dtype, src_dtype: torch.dtype, rounding: bool = False
+    ) -> str:
+        if getattr(src, "is_vec", False) and {dtype, src_dtype} == set(words):
+            n32 = self._get_num_vectors(torch.int32)
+            if n32 > 1 and self._get_num_vectors(torch.int64) == 2 * n32:
+                if dtype == torch.int32:  # two int64 vectors make one int32 vector
+                    steps = " ".join(
+                        f"r[{k}] = at::vec::convert<int32_t,1,int64_t,2>("
+                        f"at::vec::VectorizedN<int64_t, 2>({src}[{2 * k}], {src}[{2 * k + 1}]));"
+                        for k in range(n32)
+                    )
+                    return f"[&] {{ at::vec::VectorizedN<int32_t, {n32}> r; {steps} return r; }}()"
+                steps = " ".join(
+                    f"{{ auto w = at::vec::convert<int64_t,2,int32_t,1>({src}[{k}]); "
+                    f"r[{2 * k}] = w[0]; r[{2 * k + 1}] = w[1]; }}"
+                    for k in range(n32)
+                )
+                return f"[&] {{ at::vec::VectorizedN<int64_t, {2 * n32}> r; {steps} return r; }}()"
+        return original(self, src, dtype, src_dtype, rounding)
+
+    kernel.get_to_dtype_expr = get_to_dtype_expr
+    try:
+        yield
+    finally:
+        kernel.get_to_dtype_expr = original
 
 
 @contextlib.contextmanager

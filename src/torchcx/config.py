@@ -29,6 +29,10 @@ strict: bool = False
 #: Emit vectorized bitcasts in Inductor's CPU kernels (Note [Vectorized bitcasts]).
 vectorized_bitcast: bool = True
 
+#: Vectorize stride-2 loads and stores of (re, im) pairs in Inductor's CPU kernels
+#: (Note [Interleaved access]).
+interleaved_access: bool = True
+
 #: How complex matrix products (mm, bmm, matmul, einsum, linear, ...) are computed
 #: (Note [Complex GEMM strategies]): ``"auto"`` picks per device, dtype and shape by
 #: the rule measured in benchmarks/gemm_strategies.py (Note [GEMM strategy rule]);
@@ -45,7 +49,7 @@ fft_path: str = "auto"
 
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).
-COMPILE_SETTINGS = ("vectorized_bitcast", "matmul_strategy", "fft_path")
+COMPILE_SETTINGS = ("vectorized_bitcast", "interleaved_access", "matmul_strategy", "fft_path")
 
 _DEFAULTS = {
     name: value

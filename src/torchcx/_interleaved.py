@@ -1,0 +1,362 @@
+"""Vectorized (re, im) pairs in Inductor's C++ kernels, while torchcx compiles.
+
+Note [Interleaved access]
+-------------------------
+A complex value in memory is a pair of adjacent parts, and real-only graphs
+read and write the parts of such pairs at stride 2: complex128 as float64
+pairs, the float32 or bfloat16 pairs that ``view_as_complex`` and
+``view_as_real`` make of real activations (the rotary embedding), the int64
+words of a complex64 view with a step (``x[:, ::2]``). Inductor 2.13's
+vectorized kernel (``CppVecKernel``) moves a stride-2 vector one element at a
+time through a stack buffer, and its tiling heuristic (``TilingSelect``),
+counting such accesses as overhead, leaves the whole loop scalar instead
+(the rotary embedding at B4 T512 H8 D64 ran at 0.5x eager).
+
+While torchcx compiles, a stride-2 access is a shuffle instead:
+
+* **Loads.** The 2n elements that hold n elements at stride 2 are loaded as
+  contiguous vectors and split with ``at::vec::deinterleave2``; the pair
+  (even, odd) is one CSE value, so the two parts of the same pairs share the
+  loads and the shuffle. Reading the whole span touches one element beyond
+  the accessed ones, after the last (the span starts at the load's index) or
+  before the first (it starts one element earlier and the load takes the odd
+  half): the first is used where the buffer's extent shows the element exists,
+  otherwise the second, otherwise Inductor's own code.
+* **Stores.** A stride-2 vector cannot be stored alone without writing the
+  elements between its own (a read-modify-write would race with another
+  thread writing them). So a stride-2 store is emitted as Inductor would
+  and remembered; when the kernel then stores its partner, the element
+  next to it in the same storage (the other part of the same pairs, in the
+  same buffer or in another view of the same storage, as ``cat`` makes
+  them), both are replaced by one ``at::vec::interleave2`` and contiguous
+  stores of exactly the elements the two stores wrote.
+* **Tiling.** The heuristic counts a stride-2 access of a dtype handled here
+  as contiguous, since it now costs about as much.
+
+Integer words are shuffled as floating-point vectors of the same width (a
+bit cast), so bit patterns survive exactly. Written for torch 2.13
+(``CppVecKernel.load``/``store``, ``_try_get_const_stride``,
+``_get_num_vectors``, ``TilingSelect.select_tiling`` reading the module's
+``stride_at_vec_range``); where that is missing nothing is patched, and
+tests/test_interleaved.py fails when the generated code stops being vectorized.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import sympy
+import torch
+
+log = logging.getLogger(__name__)
+
+# element dtype -> C++ type its vectors are shuffled as: 32- and 64-bit elements as
+# floating-point vectors of their width (a bit cast); 16-bit ones converted to float
+# (exactly), shuffled there, and converted back where a 16-bit value is needed.
+_SHUFFLED = {
+    torch.float32: "float",
+    torch.float64: "double",
+    torch.int32: "float",
+    torch.int64: "double",
+    torch.bfloat16: "float",
+    torch.float16: "float",
+}
+_SIXTEEN = (torch.bfloat16, torch.float16)
+_PENDING = "_torchcx_pending_pair_stores"
+
+
+@contextlib.contextmanager
+def interleaved_access() -> Iterator[None]:
+    """Note [Interleaved access], for the duration of one compilation."""
+    try:
+        from torch._inductor.codegen import cpp
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        yield
+        return
+    kernel = getattr(cpp, "CppVecKernel", None)
+    tiling = getattr(cpp, "TilingSelect", None)
+    needed = (
+        kernel is not None
+        and tiling is not None
+        and all(hasattr(kernel, name) for name in ("load", "store", "_try_get_const_stride", "_get_num_vectors"))
+        and hasattr(cpp, "stride_at_vec_range")
+    )
+    if not needed:  # pragma: no cover
+        log.warning("torchcx: Inductor's C++ kernels changed; stride-2 pairs are not vectorized")
+        yield
+        return
+    load, store, select = kernel.load, kernel.store, tiling.select_tiling
+
+    def pair_load(self: Any, name: str, index: Any) -> Any:
+        value = _pair_load(self, name, index)
+        return load(self, name, index) if value is None else value
+
+    def pair_store(self: Any, name: str, index: Any, value: Any, mode: Any = None) -> Any:
+        if mode is not None or not _pair_store(self, name, index, value, store):
+            return store(self, name, index, value, mode)
+        return None
+
+    def select_tiling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        stride_at_vec_range = cpp.stride_at_vec_range
+
+        def counted_stride(index: Any, var: Any, *rest: Any, **kw: Any) -> Any:
+            stride = stride_at_vec_range(index, var, *rest, **kw)
+            return sympy.S.One if stride == 2 else stride
+
+        cpp.stride_at_vec_range = counted_stride
+        try:
+            return select(self, *args, **kwargs)
+        finally:
+            cpp.stride_at_vec_range = stride_at_vec_range
+
+    kernel.load, kernel.store, tiling.select_tiling = pair_load, pair_store, select_tiling
+    try:
+        yield
+    finally:
+        kernel.load, kernel.store, tiling.select_tiling = load, store, select
+
+
+def _stride2(kernel: Any, name: str, index: Any) -> tuple[Any, torch.dtype] | None:
+    """(renamed index, dtype) of an access at stride 2 along the vectorized loop, or None."""
+    from torch._inductor.virtualized import V
+
+    dtype = V.graph.get_dtype(name)
+    if dtype not in _SHUFFLED:
+        return None
+    index = kernel.rename_indexing(index)
+    if kernel._try_get_const_stride(index, kernel.itervars[kernel.tiling_idx]) != 2:
+        return None
+    vectors, lanes = _shape(kernel, dtype)
+    if vectors * lanes != kernel.tiling_factor:
+        return None  # vectors not filled (a 16-bit tile of 32-bit elements): leave it
+    return index, dtype
+
+
+def _shape(kernel: Any, dtype: torch.dtype) -> tuple[int, int]:
+    """(vectors, lanes) of a tile of ``dtype`` values in the type they are shuffled as."""
+    vectors = kernel._get_num_vectors(torch.float32 if dtype in _SIXTEEN else dtype)
+    return vectors, kernel.tiling_factor // vectors
+
+
+def _cpp(dtype: torch.dtype) -> str:
+    from torch._inductor.codegen.cpp_utils import DTYPE_TO_CPP
+
+    return DTYPE_TO_CPP[dtype]
+
+
+def _vector_type(ctype: str, vectors: int) -> str:
+    return f"at::vec::Vectorized<{ctype}>" if vectors == 1 else f"at::vec::VectorizedN<{ctype}, {vectors}>"
+
+
+def _join(dtype: torch.dtype, name: str, parts: list[str]) -> list[str]:
+    """C++ lines declaring ``name``, a tile of ``dtype`` made of the shuffled vectors ``parts``."""
+    ctype = _cpp(dtype)
+    if dtype in _SIXTEEN:  # (float vectors; the 16-bit tile is converted from them)
+        return [f"{_vector_type('float', len(parts))} {name};"] + (
+            [f"{name} = {parts[0]};"] if len(parts) == 1 else [f"{name}[{k}] = {p};" for k, p in enumerate(parts)]
+        )
+    if len(parts) == 1:
+        return [f"auto {name} = at::vec::cast<{ctype}>({parts[0]});"]
+    return [f"{_vector_type(ctype, len(parts))} {name};"] + [
+        f"{name}[{k}] = at::vec::cast<{ctype}>({p});" for k, p in enumerate(parts)
+    ]
+
+
+def _convert(kernel: Any, value: str, dst: torch.dtype, src: torch.dtype) -> str:
+    """Inductor's conversion of a tile ``value`` from ``src`` to ``dst`` (its own spelling, so
+    that its CSE recognises it)."""
+    d, s = kernel._get_num_vectors(dst), kernel._get_num_vectors(src)
+    if d == s == 1:
+        return f"at::vec::convert<{_cpp(dst)}>({value})"
+    return f"at::vec::convert<{_cpp(dst)},{d},{_cpp(src)},{s}>({value})"
+
+
+def _bounds(kernel: Any, index: Any) -> tuple[Any, Any] | None:
+    """The least and largest value of ``index`` over the kernel's loops, where it is linear in them
+    with coefficients known to be non-negative (then the corners are the bounds, sizes symbolic or not)."""
+    from torch._inductor.virtualized import V
+
+    sizes = kernel.var_ranges()
+    terms = sympy.Add.make_args(sympy.expand(index))
+    for term in terms:
+        coefficient, rest = term.as_independent(*sizes)
+        if rest != 1 and (rest not in sizes or not V.graph.sizevars.statically_known_geq(coefficient, 0)):
+            return None
+    low = index.subs({var: 0 for var in sizes})
+    high = index.subs({var: size - 1 for var, size in sizes.items()})
+    return low, high
+
+
+def _extent(name: str) -> Any:
+    """Elements from the start of buffer ``name`` that belong to its storage, if known."""
+    from torch._inductor import ir
+    from torch._inductor.virtualized import V
+
+    buffer = V.graph.try_get_buffer(name)
+    if buffer is None:
+        return None
+    layout = buffer.get_layout()
+    if isinstance(layout, ir.NonOwningLayout):
+        layout = layout.as_fixed()
+    try:
+        return layout.storage_size()
+    except AttributeError:  # pragma: no cover
+        return None
+
+
+def _count(count: int, lanes: int, k: int) -> str:
+    """The argument list of vector ``k``'s load or store of ``count`` elements."""
+    n = max(0, min(lanes, count - k * lanes))
+    return "" if n == lanes else f", {n}"
+
+
+def _pair_load(kernel: Any, name: str, index: Any) -> Any:
+    from torch._inductor.codegen.cpp_utils import cexpr_index
+    from torch._inductor.virtualized import V
+
+    if kernel._load_mask is not None:
+        return None
+    access = _stride2(kernel, name, index)
+    if access is None:
+        return None
+    index, dtype = access
+    bounds, extent = _bounds(kernel, index), _extent(name)
+    if bounds is None or extent is None:
+        return None
+    known = V.graph.sizevars
+    if known.statically_known_lt(bounds[1] + 1, extent):
+        start, half = index, 0  # the span ends one element past the last accessed
+    elif known.statically_known_geq(bounds[0], 1):
+        start, half = index - 1, 1  # it starts one element before the first
+    else:
+        return None
+    ctype, shuffled = _cpp(dtype), _SHUFFLED[dtype]
+    vectors, lanes = _shape(kernel, dtype)
+    span = 2 * kernel.num_elems
+    ptr = f"{kernel.args.input(name)} + {cexpr_index(start)}"
+    lines = []
+    for k in range(vectors):
+        if dtype in _SIXTEEN:  # one 16-bit vector holds the pairs of two float vectors
+            raw = f"at::vec::Vectorized<{ctype}>::loadu({ptr} + {2 * k * lanes}{_count(span, 2 * lanes, k)})"
+            lines.append(f"auto f{k} = at::vec::convert<float,2,{ctype},1>({raw});")
+            lines.append(f"auto d{k} = at::vec::deinterleave2(f{k}[0], f{k}[1]);")
+            continue
+        a, b = (
+            f"at::vec::cast<{shuffled}>(at::vec::Vectorized<{ctype}>::loadu({ptr} + {j * lanes}{_count(span, lanes, j)}))"
+            if _count(span, lanes, j) != ", 0"
+            else f"at::vec::Vectorized<{shuffled}>(0)"
+            for j in (2 * k, 2 * k + 1)
+        )
+        lines.append(f"auto d{k} = at::vec::deinterleave2({a}, {b});")
+    for which in ("first", "second"):
+        lines += _join(dtype, f"{which}_", [f"d{k}.{which}" for k in range(vectors)])
+    if dtype in _SIXTEEN:
+        convert = [_convert(kernel, v, dtype, torch.float32) for v in ("first_", "second_")]
+        lines.append(f"return std::make_tuple({convert[0]}, {convert[1]}, first_, second_);")
+    else:
+        lines.append("return std::make_tuple(first_, second_);")
+    pair = kernel.cse.generate(kernel.loads, "[&]\n{\n    " + "\n    ".join(lines) + "\n}()", dtype=dtype)
+    value = kernel.cse.generate(kernel.loads, f"std::get<{half}>({pair})", dtype=dtype)
+    value.is_vec = True
+    if dtype in _SIXTEEN:  # its float value is at hand: Inductor's conversion to float reuses it
+        wide = kernel.cse.generate(kernel.loads, f"std::get<{2 + half}>({pair})", dtype=torch.float32)
+        wide.is_vec = True
+        kernel.cache_dtype_convert(wide, torch.float32, value, dtype)
+    value.update_on_args("load", (kernel, name, index), {})
+    return value
+
+
+def _root(name: str) -> tuple[str, Any] | None:
+    """(storage owner, offset of ``name`` in it): two views of one ``cat`` share an owner."""
+    from torch._inductor import ir
+    from torch._inductor.virtualized import V
+
+    buffer = V.graph.try_get_buffer(name)
+    if buffer is None:
+        return None
+    layout = buffer.get_layout()
+    if isinstance(layout, ir.NonOwningLayout):
+        view = layout.view
+        if not isinstance(view, ir.ReinterpretView):
+            return None
+        return view.data.get_name(), view.layout.offset
+    return name, 0
+
+
+def _pair_store(kernel: Any, name: str, index: Any, value: Any, store: Any) -> bool:
+    """Emit the store of ``value``; combined with its partner's where it has one (True if handled)."""
+    from torch._inductor.codegen.common import DeferredLine, is_buffer_removed
+    from torch._inductor.codegen.cpp_utils import cexpr_index
+
+    if not getattr(value, "is_vec", False):
+        return False
+    access = _stride2(kernel, name, index)
+    root = _root(name)
+    if access is None or root is None:
+        return False
+    index, dtype = access
+    owner, offset = root
+    at = offset + index  # the element's place in its storage
+    pending = kernel.__dict__.setdefault(_PENDING, {})
+    partner = None
+    for delta, mine in ((1, "even"), (-1, "odd")):
+        other = pending.get((owner, at + delta))
+        if other is not None and other["dtype"] == dtype:
+            partner, role = other, mine
+            break
+    if partner is None:
+        before = list(kernel.stores._lines)
+        store(kernel, name, index, value, None)
+        added = [line for line in kernel.stores._lines if not any(line is b for b in before)]
+        pending[(owner, at)] = {"name": name, "index": index, "value": value, "dtype": dtype, "lines": added}
+        return True
+    del pending[(owner, at + (1 if role == "even" else -1))]
+    kernel.stores._lines = [line for line in kernel.stores._lines if not any(line is p for p in partner["lines"])]
+    if role == "even":
+        even_name, even_index, even, odd = name, index, value, partner["value"]
+    else:
+        even_name, even_index, even, odd = partner["name"], partner["index"], partner["value"], value
+    names = {name, partner["name"]}
+    ctype, shuffled = _cpp(dtype), _SHUFFLED[dtype]
+    vectors, lanes = _shape(kernel, dtype)
+    span = 2 * kernel.num_elems
+    ptr = f"{kernel.args.output(even_name)} + {cexpr_index(even_index)}"
+    parts = ["{"]
+    if dtype in _SIXTEEN:  # shuffled as float: the float values Inductor converted from, if at hand
+        for var, label in ((even, "e"), (odd, "o")):
+            expr = kernel.get_to_dtype_expr(var, torch.float32, dtype)
+            wide = kernel.cse.try_get(expr)
+            parts.append(f"auto {label} = {wide if wide is not None else expr};")
+        even, odd = "e", "o"
+    for k in range(vectors):
+        e, o = (f"{even}[{k}]", f"{odd}[{k}]") if vectors > 1 else (str(even), str(odd))
+        if dtype in _SIXTEEN:
+            parts.append(f"auto i{k} = at::vec::interleave2({e}, {o});")
+            tile = f"at::vec::VectorizedN<float, 2>(i{k}.first, i{k}.second)"
+            count = _count(span, 2 * lanes, k)
+            if count != ", 0":
+                parts.append(f"at::vec::convert<{ctype},1,float,2>({tile}).store({ptr} + {2 * k * lanes}{count});")
+            continue
+        parts.append(
+            f"auto i{k} = at::vec::interleave2(at::vec::cast<{shuffled}>({e}), at::vec::cast<{shuffled}>({o}));"
+        )
+        for j, half in ((2 * k, "first"), (2 * k + 1, "second")):
+            count = _count(span, lanes, j)
+            if count != ", 0":
+                parts.append(f"at::vec::cast<{ctype}>(i{k}.{half}).store({ptr} + {j * lanes}{count});")
+    parts.append("}")
+    line = " ".join(parts)
+
+    class Both(DeferredLine):
+        # Written only while neither buffer is removed (two names: one line).
+        def __call__(self) -> str | None:
+            return None if any(is_buffer_removed(n) for n in names) else self.line
+
+        def _new_line(self, line: str) -> Both:
+            return Both(self.name, line)
+
+    kernel.stores.writeline(Both(even_name, line))
+    return True

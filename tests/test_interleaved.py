@@ -1,0 +1,135 @@
+"""Stride-2 (re, im) pairs in the generated CPU kernels (Note [Interleaved access]).
+
+Two kinds of checks: the generated code is vectorized the way the Note says (it fails when
+the patches stop taking effect), and values are eager's exactly on the shapes where the
+shuffles have edges: tails shorter than a vector, an odd number of elements (the span read
+past the last element must not leave the buffer), offsets by one, views with a step, stores
+whose partner is missing, 16-bit parts.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._inductor.utils import run_and_get_code
+
+import torchcx
+from torchcx import config
+from torchcx.bench.workloads.rotary import apply_rotary_emb, precompute_freqs_cis
+
+
+def compiled(fn, *args):
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out, code = run_and_get_code(torchcx.compile(fn), *args)
+    return out, "\n".join(code)
+
+
+def assert_same_as_scalar_code(fn, *args):
+    """The shuffles change how memory is accessed, never what is computed: bit for bit the
+    result of the code compiled without them; and as close to eager as compiled code is."""
+    out, code = compiled(fn, *args)
+    with config.patch(interleaved_access=False):
+        plain, _ = compiled(fn, *args)
+    torch.testing.assert_close(out, plain, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(out, fn(*args))
+    return code
+
+
+def rope_args(dtype, t=4, h=2, d=64):
+    g = torch.Generator().manual_seed(0)
+    xq = torch.randn(1, t, h, d, generator=g).to(dtype)
+    xk = torch.randn(1, t, h, d, generator=g).to(dtype)
+    return xq, xk, precompute_freqs_cis(d, t)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_rotary_embedding_is_vectorized(dtype):
+    code = assert_same_as_scalar_code(apply_rotary_emb, *rope_args(dtype))
+    assert "at::vec::deinterleave2" in code and "at::vec::interleave2" in code
+    # Inductor's element-at-a-time path for stride-2 vectors is gone, and no float32
+    # buffer is written and converted in a kernel of its own (Note [Conversions of packed pairs]).
+    assert "tmpbuf" not in code
+    assert code.count('extern "C"') == 1
+
+
+def test_switched_off_by_config():
+    args = rope_args(torch.float32)
+    with config.patch(interleaved_access=False):
+        _, code = compiled(apply_rotary_emb, *args)
+    assert "deinterleave2" not in code
+
+
+def products(z, w):
+    return z * w + z.conj()
+
+
+def c128(*shape):
+    return torch.randn(*shape, dtype=torch.complex128)
+
+
+def c64(*shape):
+    return torch.randn(*shape, dtype=torch.complex64)
+
+
+def every_other(z, w):
+    return products(z[:, ::2], w)
+
+
+# name -> (program, inputs, whether the kernel uses the shuffles)
+CASES = {
+    # complex128 crosses as float64 pairs: stride-2 loads and paired stores, with a tail.
+    "complex128 tail": (products, lambda: (c128(3, 37), c128(3, 37)), True),
+    "complex128 transposed": (products, lambda: (c128(19, 6).t(), c128(6, 19)), True),
+    "complex128 one element": (products, lambda: (c128(1), c128(1)), False),  # (no vector loop)
+    # complex64 words read with a step of 2 (int64 at stride 2) from a whole input.
+    "complex64 step inside": (every_other, lambda: (c64(5, 66), c64(5, 33)), True),
+    # A view with a step passed in: its layout ends at its last element, and the memory
+    # before its first is not known to be there at the next call (an input's storage
+    # offset is not guarded), so neither span is known to be inside: Inductor's own code.
+    "complex64 step passed in": (products, lambda: (c64(5, 66)[:, 1::2], c64(5, 33)), False),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_pairs_match_eager(case):
+    program, make, shuffled = CASES[case]
+    code = assert_same_as_scalar_code(program, *make())
+    assert ("deinterleave2" in code) == shuffled
+
+
+def parts_from_steps(x, w):
+    # Parts read from one real buffer of 2n + 1 floats at stride 2: re from its elements
+    # 2, 4, ..., 2n (the last element of the buffer: the span must start one element
+    # early), im from 1, 3, ..., 2n - 1.
+    return torch.complex(x[2::2], x[1:-1:2]) * w
+
+
+@pytest.mark.parametrize("n", [1, 17, 33])
+def test_spans_stay_inside_the_buffer(n):
+    x = torch.randn(2 * n + 1)
+    w = torch.randn(n, dtype=torch.complex64)
+    assert_same_as_scalar_code(parts_from_steps, x, w)
+
+
+def update_every_other(x, phase):
+    # In-place writes of every other complex64 word: a stride-2 store with no partner.
+    x[:, ::2].mul_(phase)
+    return x
+
+
+def test_store_without_partner():
+    x = torch.randn(4, 38, dtype=torch.complex64)
+    phase = torch.randn(4, 19, dtype=torch.complex64)
+    want = update_every_other(x.clone(), phase)
+    got = x.clone()
+    out, _ = compiled(update_every_other, got, phase)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert out.data_ptr() == got.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sixteen_bit_pairs_with_tail(dtype):
+    # 19 pairs per row: a tile of 16 and a tail of 3 (or of 19 in a 32-lane bfloat16 tile).
+    code = assert_same_as_scalar_code(apply_rotary_emb, *rope_args(dtype, t=3, h=1, d=38))
+    assert "deinterleave2" in code
