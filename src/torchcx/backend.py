@@ -43,6 +43,7 @@ from torch._ops import OpOverload
 from torch.utils._pytree import tree_flatten, tree_map
 
 from . import _layout, config
+from ._graph_passes import push_conversions_into_cat
 from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .ops import dispatch, resolve
 from .ops._registry import describe_args
@@ -251,6 +252,7 @@ def _lower_and_compile_now(
 
     lowering = _Lowering(gm, example_inputs, strict=strict, report=report)
     real_gm, real_inputs = lowering.trace()
+    push_conversions_into_cat(real_gm)
     real_output = next(n for n in reversed(real_gm.graph.nodes) if n.op == "output")
     visible = output_node.meta.get("user_visible_output_idxs")
     if visible is not None:
