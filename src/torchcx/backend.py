@@ -296,6 +296,10 @@ class _Lowering:
         self.inputs = [self._input_of(v) for v in self.example_inputs]
         out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
         self.outputs: list[Any] = list(out.args[0])
+        # A mutated input's new value -> the input: after the call the input holds it, so a
+        # view of the new value is that view of the input (``x.mul_(p); return x[:, ::2]``),
+        # replayed on it at run time instead of being computed and packed a second time.
+        self.written_back = self._written_back()
         # graph output index -> placeholder index for outputs that are views of an input
         self.aliases = {i: p for i, o in enumerate(self.outputs) if (p := self._aliased_input(o)) is not None}
         # Note [Outputs that alias each other]: outputs that view a complex value another output
@@ -327,7 +331,12 @@ class _Lowering:
         }
         report.outputs = [self._describe_output(i, o) for i, o in enumerate(self.outputs)]
         self.alias_replay = (
-            _alias_replay(gm, [*self.placeholders, *self.bases], {i: self.outputs[i] for i in self.replayed})
+            _alias_replay(
+                gm,
+                [*self.placeholders, *self.bases],
+                {i: self.outputs[i] for i in self.replayed},
+                {v: p for v, p in self.written_back.items() if v not in self.bases},
+            )
             if self.replayed
             else None
         )
@@ -357,9 +366,23 @@ class _Lowering:
         val = node.meta.get("val") if isinstance(node, fx.Node) else None
         return val.dtype if isinstance(val, Tensor) and val.is_complex() else None
 
+    def _written_back(self) -> dict[fx.Node, fx.Node]:
+        """{new value: placeholder} for the inputs the graph writes (functionalization's ``copy_``)."""
+        found: dict[fx.Node, fx.Node] = {}
+        for n in self.gm.graph.nodes:
+            if n.target is not torch.ops.aten.copy_.default or n.args[0] not in self.placeholders:
+                continue
+            value, target = n.args[1], n.args[0]
+            new, old = (x.meta.get("val") if isinstance(x, fx.Node) else None for x in (value, target))
+            if isinstance(new, Tensor) and isinstance(old, Tensor) and (new.shape, new.dtype) == (old.shape, old.dtype):
+                found.setdefault(value, target)
+        return found
+
     def _aliased_input(self, node: Any) -> int | None:
-        """The placeholder index ``node`` is a (chain of) view(s) of, if any."""
+        """The placeholder index ``node`` is a (chain of) view(s) of, if any: of the input itself,
+        or of the new value the graph writes into it."""
         root = self._view_root(node)
+        root = self.written_back.get(root, root)
         return self.placeholders.index(root) if isinstance(root, fx.Node) and root.op == "placeholder" else None
 
     @staticmethod
@@ -707,14 +730,22 @@ def _describe_value(v: Any) -> str:
 # alias and stays in the kernel.
 
 
-def _alias_replay(gm: fx.GraphModule, sources: list[fx.Node], outputs: dict[int, fx.Node]) -> fx.GraphModule:
+def _alias_replay(
+    gm: fx.GraphModule,
+    sources: list[fx.Node],
+    outputs: dict[int, fx.Node],
+    written_back: dict[fx.Node, fx.Node],
+) -> fx.GraphModule:
     """A graph computing only the replayed outputs (views of inputs, or of bases) from ``sources``,
-    run eagerly at run time on the actual inputs and the bases' actual values."""
+    run eagerly at run time on the actual inputs and the bases' actual values; a view of a
+    value in ``written_back`` is replayed on the input it was written into."""
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     for p in sources:
         env[p] = graph.placeholder(p.name)
         env[p].meta = dict(p.meta)
+    for value, placeholder in written_back.items():
+        env[value] = env[placeholder]
     needed: set[fx.Node] = set()
 
     def visit(n: fx.Node) -> None:
