@@ -1,10 +1,14 @@
 """Adjustments to Inductor 2.13, applied only while torchcx compiles a graph.
 
+(The stride-2 pairs and the complex64 words have their own modules: Note [Interleaved
+access] in _interleaved.py, Note [Words as pairs] in _words.py.)
+
 Two concern the bitcasts that unpack complex64 words into float32 parts
-(Note [Interleaved layouts]); the third keeps Inductor's code generation linear
-in the size of the graph (Note [Shared subexpressions]). None of these changes what
-a graph computes. The fourth makes a vectorized expm1 as accurate as eager's
-(Note [Accurate expm1]).
+(Note [Interleaved layouts]); one keeps Inductor's code generation linear in the
+size of the graph (Note [Shared subexpressions]); one stores broadcast
+transcendental values instead of recomputing them (Note [Heavy values computed
+once]). None of these changes what a graph computes. The last makes a
+vectorized expm1 as accurate as eager's (Note [Accurate expm1]).
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -16,11 +20,8 @@ register in one instruction. We emit that cast for same-width 32-bit types
 (one per vector where a tile spans several, as beside 16-bit elements), and
 otherwise leave the code as it was.
 
-The same holds for the int64 <-> int32 conversions that split and join the
-words: ATen vectorizes one int64 pair to one int32 vector and back
-(``VecConvert<int32_t, 1, int64_t, 2>``), and a tile of more vectors, as in a
-kernel over 16-bit elements, fell back to a scalar loop; we convert it a
-pair of vectors at a time.
+The int64 <-> int32 conversions that split and join the words are shuffles
+(Note [Words as pairs], torchcx/_words.py).
 
 Note [Bitcasts of computed values]
 ----------------------------------
@@ -82,6 +83,21 @@ Written for torch 2.13
 where that is missing, nothing is patched. tests/test_compile_cost.py fails
 when the memo stops taking effect.
 
+Note [Heavy values computed once]
+---------------------------------
+Inductor stores a pointwise value in a buffer instead of inlining it into
+each reader when it is read more than once (graph fanout or a broadcast) and,
+on CPU, computes one of a list of heavy ops: ``exp``, ``log`` and kin,
+``sigmoid``, ``tanh`` (``StorageBox.should_realize_on_reuse``). ``sin`` and
+``cos`` are not on it, so ``torch.polar`` of a [T, D/2] angle, broadcast over
+batch and heads by the rotary embedding, was evaluated again for every
+element of q and k: 32 evaluations of each sine and cosine at B4 H8, 0.79x
+eager where eager computes them once. While torchcx compiles, the other
+transcendental functions count as heavy too where the reuse is a broadcast
+(``expand``): a value read several times at the same index within one
+kernel is computed once there already (Note [Shared subexpressions]), and a
+buffer would add a pass.
+
 Note [Accurate expm1]
 ---------------------
 Inductor's vectorized C++ kernels compute ``expm1(x)`` as ``exp(x) - 1``
@@ -113,6 +129,7 @@ import torch
 
 from . import config
 from ._interleaved import interleaved_access
+from ._words import words_as_pairs
 
 _FOUR_BYTE = (torch.float32, torch.int32)
 
@@ -153,19 +170,20 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(torch.compiler.config.patch(cache_key_tag=f"{tag}|{_cache_tag()}"))
         if config.vectorized_bitcast:
             stack.enter_context(_vectorized_bitcasts())
-            stack.enter_context(_word_conversions())
         stack.enter_context(_pointwise_bitcasts())
         stack.enter_context(_shared_subexpressions())
         stack.enter_context(_accurate_expm1())
+        stack.enter_context(_heavy_values_computed_once())
         if config.interleaved_access:
             stack.enter_context(interleaved_access())
+            stack.enter_context(words_as_pairs())
         yield
 
 
 @functools.cache
 def _source_hash() -> str:
     try:
-        sources = (Path(__file__), Path(__file__).with_name("_interleaved.py"))
+        sources = [Path(__file__).with_name(name) for name in ("_inductor_patches.py", "_interleaved.py", "_words.py")]
         return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:16]
     except OSError:  # pragma: no cover - no source file
         from . import __version__
@@ -208,6 +226,39 @@ def _vec_override(name: str, make: Any) -> Iterator[None]:
             setattr(overrides, name, own)
 
 
+#: Ops that make a reused pointwise value worth a buffer (beyond Inductor's own list).
+_HEAVY = frozenset(
+    ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "pow", "erf")
+)
+
+
+@contextlib.contextmanager
+def _heavy_values_computed_once() -> Iterator[None]:
+    """Note [Heavy values computed once]."""
+    try:
+        from torch._inductor import ir
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = ir.StorageBox.__dict__.get("should_realize_on_reuse")
+    if original is None:  # pragma: no cover
+        yield
+        return
+
+    def should_realize_on_reuse(self: Any, users: int, **kwargs: Any) -> bool:
+        broadcast = kwargs.get("graph_reuse", True) is False
+        if broadcast and users > 1 and isinstance(self.data, ir.Pointwise) and ir.is_cpu(self.data):
+            if _HEAVY & set(self.data.inner_fn_opcount().used_ops):
+                return True
+        return original(self, users, **kwargs)
+
+    ir.StorageBox.should_realize_on_reuse = should_realize_on_reuse
+    try:
+        yield
+    finally:
+        ir.StorageBox.should_realize_on_reuse = original
+
+
 def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
     """Note [Accurate expm1]: ATen's vectorized expm1 in place of Inductor's exp(x) - 1."""
     return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()")
@@ -239,49 +290,6 @@ def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
         return to_dtype_bitcast
 
     return _vec_override("to_dtype_bitcast", make)
-
-
-@contextlib.contextmanager
-def _word_conversions() -> Iterator[None]:
-    """Note [Vectorized bitcasts]: int64 <-> int32 tiles of several vectors, a pair at a time."""
-    try:
-        from torch._inductor.codegen import cpp
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    kernel = getattr(cpp, "CppVecKernel", None)
-    original = getattr(kernel, "get_to_dtype_expr", None)
-    if original is None:  # pragma: no cover
-        yield
-        return
-    words = {torch.int64: "int64_t", torch.int32: "int32_t"}
-
-    def get_to_dtype_expr(
-        self: Any, src: Any, dtype: torch.dtype, src_dtype: torch.dtype, rounding: bool = False
-    ) -> str:
-        if getattr(src, "is_vec", False) and {dtype, src_dtype} == set(words):
-            n32 = self._get_num_vectors(torch.int32)
-            if n32 > 1 and self._get_num_vectors(torch.int64) == 2 * n32:
-                if dtype == torch.int32:  # two int64 vectors make one int32 vector
-                    steps = " ".join(
-                        f"r[{k}] = at::vec::convert<int32_t,1,int64_t,2>("
-                        f"at::vec::VectorizedN<int64_t, 2>({src}[{2 * k}], {src}[{2 * k + 1}]));"
-                        for k in range(n32)
-                    )
-                    return f"[&] {{ at::vec::VectorizedN<int32_t, {n32}> r; {steps} return r; }}()"
-                steps = " ".join(
-                    f"{{ auto w = at::vec::convert<int64_t,2,int32_t,1>({src}[{k}]); "
-                    f"r[{2 * k}] = w[0]; r[{2 * k + 1}] = w[1]; }}"
-                    for k in range(n32)
-                )
-                return f"[&] {{ at::vec::VectorizedN<int64_t, {2 * n32}> r; {steps} return r; }}()"
-        return original(self, src, dtype, src_dtype, rounding)
-
-    kernel.get_to_dtype_expr = get_to_dtype_expr
-    try:
-        yield
-    finally:
-        kernel.get_to_dtype_expr = original
 
 
 @contextlib.contextmanager
