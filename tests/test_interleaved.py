@@ -189,3 +189,15 @@ def test_broadcast_sines_are_computed_once():
     assert len(kernels) == 2
     assert sum(".sin()" in k or "std::sin" in k for k in kernels) == 1
     assert all("deinterleave2" not in k for k in kernels if ".sin()" in k or "std::sin" in k)
+
+
+def test_off_on_another_torch(monkeypatch, caplog):
+    # The shuffles read Inductor 2.13's internals and spelling: on another minor they stay
+    # off, and say so.
+    from torchcx import _inductor_patches
+
+    assert _inductor_patches._written_for_this_torch.__wrapped__()
+    monkeypatch.setattr(torch, "__version__", "2.14.0+cpu")
+    with caplog.at_level("WARNING"):
+        assert not _inductor_patches._written_for_this_torch.__wrapped__()
+    assert "written for torch 2.13" in caplog.text

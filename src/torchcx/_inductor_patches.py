@@ -174,10 +174,32 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_shared_subexpressions())
         stack.enter_context(_accurate_expm1())
         stack.enter_context(_heavy_values_computed_once())
-        if config.interleaved_access:
+        if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
             stack.enter_context(words_as_pairs())
         yield
+
+
+#: The torch (major, minor) whose generated C++ the shuffles were written against: they
+#: replace Inductor's code for some accesses and match its spelling of others.
+WRITTEN_FOR = (2, 13)
+
+
+@functools.cache
+def _written_for_this_torch() -> bool:
+    """True on the torch the shuffles were written for; elsewhere they stay off (with a warning)."""
+    import logging
+
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if version == WRITTEN_FOR:
+        return True
+    logging.getLogger(__name__).warning(
+        "torchcx: Notes [Interleaved access] and [Words as pairs] were written for torch %d.%d, "
+        "this is torch %s: they are off (interleaved data is read element by element)",
+        *WRITTEN_FOR,
+        torch.__version__,
+    )
+    return False
 
 
 @functools.cache

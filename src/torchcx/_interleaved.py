@@ -37,8 +37,10 @@ Integer words are shuffled as floating-point vectors of the same width (a
 bit cast), so bit patterns survive exactly. Written for torch 2.13
 (``CppVecKernel.load``/``store``, ``_try_get_const_stride``,
 ``_get_num_vectors``, ``TilingSelect.select_tiling`` reading the module's
-``stride_at_vec_range``); where that is missing nothing is patched, and
-tests/test_interleaved.py fails when the generated code stops being vectorized.
+``stride_at_vec_range``) and applied on that minor only
+(``_inductor_patches.WRITTEN_FOR``); where the internals are missing nothing is
+patched, and tests/test_interleaved.py fails when the generated code stops
+being vectorized.
 """
 
 from __future__ import annotations

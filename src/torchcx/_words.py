@@ -27,7 +27,8 @@ the parts' bits is the joined words. While torchcx compiles:
 The patterns are recognised in the kernel's own CSE table (the expression that
 defined an operand), so anything else is generated as before. Written for
 torch 2.13 (``CppVecKernel.get_to_dtype_expr``, ``CppVecOverrides.bitwise_or``
-and the spelling of their results); tests/test_interleaved.py fails when the
+and the spelling of their results), applied on that minor only
+(``_inductor_patches.WRITTEN_FOR``); tests/test_interleaved.py fails when the
 complex64 kernels stop using the shuffles.
 """
 
