@@ -18,6 +18,7 @@ vendor library computes complex with those parts).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -199,13 +200,20 @@ def decode(spec: str, tensors: list[Tensor], ints: list[Any]) -> tuple[tuple[Any
             return torch.device(value)
         return getattr(torch, value.replace("torch.", ""))  # layout, memory_format
 
-    data = json.loads(spec)
+    data = _parsed(spec)
     return tuple(dec(a) for a in data["args"]), {k: dec(v) for k, v in data["kwargs"].items()}
 
 
 _DTYPES = {str(d): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(spec: str) -> Any:
+    """``spec`` parsed (once per spec: a compiled graph passes the same one at every call)."""
+    return json.loads(spec)
+
+
+@functools.lru_cache(maxsize=4096)
 def _op_from_name(name: str) -> OpOverload:
     namespace, rest = name.split("::")
     packet_name, _, overload = rest.partition(".")
@@ -217,7 +225,15 @@ def op_name(op: OpOverload) -> str:
     return f"{op._schema.name}.{op._overloadname}"
 
 
-@torch.library.custom_op("torchcx::extern", mutates_args=())
+# A plain library op rather than torch.library.custom_op: its Python wrappers (autograd
+# registration, argument checks) cost about 20 us per call, twice what the rest of an
+# extern call costs, and every compiled FFT or GEMM pays it. It is functional (outputs
+# never alias inputs, below), needs no autograd (it runs inside graphs AOTAutograd has
+# already differentiated), and its fake implementation is registered below.
+_LIB = torch.library.Library("torchcx", "FRAGMENT")
+_LIB.define("extern(str op, str spec, Tensor[] tensors, SymInt[] ints) -> Tensor[]")
+
+
 def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
     """The native kernel of aten op ``op`` on interleaved inputs (Note [Extern kernels])."""
     args, kwargs = decode(spec, tensors, ints)
@@ -232,7 +248,10 @@ def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) ->
     return results
 
 
-@extern_kernel.register_fake
+_LIB.impl("extern", extern_kernel, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("torchcx::extern", lib=_LIB)
 def _extern_kernel_fake(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
     args, kwargs = decode(spec, tensors, ints)
     out = _op_from_name(op)(*args, **kwargs)
