@@ -129,7 +129,7 @@ import torch
 
 from . import config
 from ._interleaved import interleaved_access
-from ._words import words_as_pairs
+from ._words import joining_words, words_as_pairs
 
 _FOUR_BYTE = (torch.float32, torch.int32)
 
@@ -177,6 +177,7 @@ def inductor_patches() -> Iterator[None]:
         if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
             stack.enter_context(words_as_pairs())
+            stack.enter_context(_vec_override("bitwise_or", joining_words))
         yield
 
 

@@ -46,6 +46,7 @@ being vectorized.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -290,7 +291,6 @@ def _root(name: str) -> tuple[str, Any] | None:
 
 def _pair_store(kernel: Any, name: str, index: Any, value: Any, store: Any) -> bool:
     """Emit the store of ``value``; combined with its partner's where it has one (True if handled)."""
-    from torch._inductor.codegen.common import DeferredLine, is_buffer_removed
     from torch._inductor.codegen.cpp_utils import cexpr_index
 
     if not getattr(value, "is_vec", False):
@@ -352,13 +352,27 @@ def _pair_store(kernel: Any, name: str, index: Any, value: Any, store: Any) -> b
     parts.append("}")
     line = " ".join(parts)
 
-    class Both(DeferredLine):
-        # Written only while neither buffer is removed (two names: one line).
-        def __call__(self) -> str | None:
-            return None if any(is_buffer_removed(n) for n in names) else self.line
-
-        def _new_line(self, line: str) -> Both:
-            return Both(self.name, line)
-
-    kernel.stores.writeline(Both(even_name, line))
+    kernel.stores.writeline(_pair_line_type()(sorted(names), line))
     return True
+
+
+@functools.cache
+def _pair_line_type() -> type:
+    """A stored line that two buffers write: kept only while neither is removed.
+
+    (Made on first use, so that importing torchcx does not import Inductor's code generation.)
+    """
+    from torch._inductor.codegen.common import DeferredLine, is_buffer_removed
+
+    class PairLine(DeferredLine):
+        def __init__(self, names: list[str], line: str) -> None:
+            super().__init__(names[0], line)
+            self.names = names
+
+        def __call__(self) -> str | None:
+            return None if any(is_buffer_removed(n) for n in self.names) else self.line
+
+        def _new_line(self, line: str) -> PairLine:
+            return PairLine(self.names, line)
+
+    return PairLine

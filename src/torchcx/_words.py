@@ -53,19 +53,18 @@ _CONSTANT = re.compile(r"static_cast<int64_t>\((-?\d+)\)")
 
 @contextlib.contextmanager
 def words_as_pairs() -> Iterator[None]:
-    """Note [Words as pairs], for the duration of one compilation."""
+    """Note [Words as pairs], conversions, for the duration of one compilation (the join is
+    ``joining_words``, installed as ``CppVecOverrides.bitwise_or`` by _inductor_patches)."""
     try:
         from torch._inductor.codegen import cpp
     except ImportError:  # pragma: no cover
         yield
         return
     kernel = getattr(cpp, "CppVecKernel", None)
-    overrides = getattr(cpp, "CppVecOverrides", None)
     to_dtype = getattr(kernel, "get_to_dtype_expr", None)
-    if to_dtype is None or overrides is None or "bitwise_or" not in overrides.__dict__ or sys.byteorder != "little":
+    if to_dtype is None or sys.byteorder != "little":
         yield  # pragma: no cover
         return
-    bitwise_or = overrides.__dict__["bitwise_or"]
 
     def get_to_dtype_expr(
         self: Any, src: Any, dtype: torch.dtype, src_dtype: torch.dtype, rounding: bool = False
@@ -76,20 +75,24 @@ def words_as_pairs() -> Iterator[None]:
                 return _narrow(self, src, n32) if dtype == torch.int32 else _widen(src, n32)
         return to_dtype(self, src, dtype, src_dtype, rounding)
 
-    @functools.wraps(bitwise_or.__func__)  # (Inductor finds the scalar fallback by the name)
-    def joined(a: Any, b: Any) -> str:
-        from torch._inductor.virtualized import V
-
-        words = _joined_words(V.kernel, a, b)
-        return words if words is not None else bitwise_or.__func__(a, b)
-
     kernel.get_to_dtype_expr = get_to_dtype_expr
-    overrides.bitwise_or = staticmethod(joined)
     try:
         yield
     finally:
         kernel.get_to_dtype_expr = to_dtype
-        overrides.bitwise_or = bitwise_or
+
+
+def joining_words(bitwise_or: Any) -> Any:
+    """``CppVecOverrides.bitwise_or`` that emits the join of words as one interleave."""
+
+    @functools.wraps(bitwise_or)  # (Inductor finds the scalar fallback by the name)
+    def joined(a: Any, b: Any) -> str:
+        from torch._inductor.virtualized import V
+
+        words = _joined_words(V.kernel, a, b) if sys.byteorder == "little" else None
+        return words if words is not None else bitwise_or(a, b)
+
+    return joined
 
 
 def _definition(kernel: Any, var: Any) -> str | None:
