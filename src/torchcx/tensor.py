@@ -143,9 +143,30 @@ def _is_fake_like(t: Tensor) -> bool:
     )
 
 
+def _check_strided(t: Tensor, where: str) -> None:
+    """Refuse sparse, nested and quantized tensors, whose own errors would come from deep inside.
+
+    A planar ComplexTensor is two strided real tensors (reading a sparse tensor's storage
+    raises "Cannot access storage of SparseTensorImpl", a nested one has no sizes).
+    """
+    if t.is_nested:
+        kind, instead = "nested", "unbind() it into ordinary tensors (or to_padded_tensor(0.0)) first"
+    elif t.layout != torch.strided:
+        kind, instead = f"sparse ({t.layout})", "call .to_dense() first"
+    elif t.is_quantized:
+        kind, instead = "quantized", "call .dequantize() first"
+    else:
+        return
+    raise TypeError(
+        f"{where}: got a {kind} tensor of dtype {t.dtype}: a ComplexTensor is made of strided tensors; {instead}"
+    )
+
+
 def _check_parts(re: Tensor, im: Tensor) -> None:
     if not isinstance(re, Tensor) or not isinstance(im, Tensor):
         raise TypeError("torchcx: ComplexTensor parts must be tensors")
+    _check_strided(re, "torchcx.ComplexTensor")
+    _check_strided(im, "torchcx.ComplexTensor")
     if re.dtype not in _COMPLEX_OF:
         raise TypeError(f"torchcx: complex parts must be one of {list(_COMPLEX_OF)}, got {re.dtype}")
     if re.dtype != im.dtype:
@@ -291,6 +312,7 @@ class ComplexTensor(_PlanarBase):
             return t
         if not isinstance(t, Tensor) or not t.is_complex():
             raise TypeError(f"torchcx.from_interleaved: expected a complex tensor, got {_describe(t)}")
+        _check_strided(t, "torchcx.from_interleaved")
         conj, neg = t.is_conj(), t.is_neg()
         base = t
         if conj:
@@ -500,11 +522,20 @@ def complex(re: Tensor, im: Tensor) -> ComplexTensor:  # noqa: A001 (mirrors tor
     """
     if not isinstance(re, Tensor) or not isinstance(im, Tensor):
         raise TypeError("torchcx.complex: re and im must be tensors")
+    _check_strided(re, "torchcx.complex")
+    _check_strided(im, "torchcx.complex")
     if re.dtype != im.dtype:
         raise TypeError(f"torchcx.complex: re and im differ in dtype: {re.dtype} and {im.dtype}")
     complex_dtype_of(re.dtype)
+    if re.device != im.device:
+        raise ValueError(f"torchcx.complex: re and im are on different devices: {re.device} and {im.device}")
     if re.shape != im.shape:
-        re, im = torch.broadcast_tensors(re, im)
+        try:
+            re, im = torch.broadcast_tensors(re, im)
+        except RuntimeError as e:
+            raise RuntimeError(
+                f"torchcx.complex: the shapes of re {list(re.shape)} and im {list(im.shape)} do not broadcast: {e}"
+            ) from e
     if torch.is_grad_enabled() and (re.requires_grad or im.requires_grad):
         return _Complex.apply(re, im)
     return ComplexTensor(re, im)
@@ -526,6 +557,7 @@ def as_complex_tensor(x: Tensor, component_dtype: torch.dtype | None = None) -> 
     """
     if isinstance(x, RealView) or not isinstance(x, Tensor):
         raise TypeError(f"torchcx.as_complex_tensor: expected a tensor, got {_describe(x)}")
+    _check_strided(x, "torchcx.as_complex_tensor")
     if component_dtype is not None:
         complex_dtype_of(component_dtype)  # validates
     if isinstance(x, ComplexTensor):

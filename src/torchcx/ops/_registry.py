@@ -96,16 +96,130 @@ def _wrap_native(x: Any) -> Any:
 def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run aten overload ``func`` on arguments that may include ComplexTensors."""
     impl = resolve(func)
+    _check_operands(func, args, kwargs)
     mutable = func._schema.is_mutable
     if mutable:
         for check in WRITE_CHECKS:
             check(func, args, kwargs)
-    with _lazy_bits_honoured():
-        out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
+    try:
+        with _lazy_bits_honoured():
+            out = impl(*tree_map(_wrap_native, args), **tree_map(_wrap_native, kwargs))
+    except _NAMED_ERRORS as e:
+        _name_the_op(e, func, args, kwargs)
+        raise
     if mutable:
         # An in-place or out= op returns the very tensor it mutated, not our wrapper of it.
         out = _mutated_originals(func, args, kwargs, out)
     return out
+
+
+# -- bad input -----------------------------------------------------------------------------
+# Note [Bad input names the op]
+# ------------------------------
+# An error raised on bad input must name the op, the operands' dtypes and devices, and
+# say what to do instead (never a wrong value, never an error from deep inside a
+# formula that names nothing). Two things make that so:
+#
+# * ``_check_operands`` refuses, before any formula runs, what the formulas cannot take:
+#   operands on two devices (torch's CPU kernels of ``mm`` and ``index`` read a meta
+#   tensor's missing data and return garbage, so the check cannot be left to the parts'
+#   ops), and sparse, nested or quantized tensors (no planar form; their own errors come
+#   from type promotion or storage access and name no op).
+# * ``_name_the_op`` appends the op and its arguments to any other plain error raised
+#   while the op runs (eager's broadcasting and promotion errors name no op). Only
+#   exceptions of exactly these builtin types are annotated, in place (same object, same
+#   type, original message first): subclasses such as Dynamo's data-dependent-shape
+#   errors are control flow and pass untouched. An error raised by an op that a
+#   decomposition calls is named by that inner op, the one that failed.
+
+#: Ops that take tensors on several devices by design: copies between devices.
+_CROSS_DEVICE_OPS = frozenset((aten.copy_, aten._copy_from, aten._copy_from_and_resize, aten._to_copy))
+#: Ops whose index tensors may stay on the CPU whatever the device of ``self`` (as in torch).
+_CPU_INDEX_OPS = frozenset(
+    (aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_, aten._unsafe_index, aten._unsafe_index_put)
+)
+
+_NAMED_ERRORS = (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, AssertionError)
+
+
+def _kind_of_unplanar(t: Tensor) -> str | None:
+    """What makes ``t`` unusable as an operand of a ComplexTensor op, if anything."""
+    if t.is_nested:
+        return "nested"
+    if t.layout != torch.strided:
+        return f"sparse ({t.layout})"
+    if t.is_quantized:
+        return "quantized"
+    return None
+
+
+#: What to do instead, per kind of operand refused by ``_check_operands``.
+_INSTEAD = {
+    "nested": "unbind() it into ordinary tensors (or to_padded_tensor(0.0)) first",
+    "sparse": "call .to_dense() on it first",
+    "quantized": "call .dequantize() on it first",
+}
+
+
+def _check_operands(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Bad input names the op]: refuse mixed devices and sparse, nested or quantized operands."""
+    devices: dict[torch.device, None] = {}  # (ordered: the first one is self's)
+    for x in tree_leaves((args, kwargs)):
+        if not isinstance(x, Tensor):
+            continue
+        kind = _kind_of_unplanar(x)
+        if kind is not None:
+            raise NotImplementedError(
+                f"torchcx: {func} got a {kind} tensor ({_describe_operands(args, kwargs)}): ComplexTensor ops "
+                f"take ordinary (strided) tensors; {_INSTEAD[kind.split()[0]]}"
+            )
+        if x.dim() == 0 and x.device.type == "cpu":
+            continue  # a CPU scalar goes with tensors on any device, as in torch
+        devices[x.device] = None
+    if len(devices) < 2 or func.overloadpacket in _CROSS_DEVICE_OPS:
+        return
+    if func.overloadpacket in _CPU_INDEX_OPS:
+        first = next(iter(devices))  # self's
+        if all(d == first or d.type == "cpu" for d in devices):
+            return  # indices on the CPU for a tensor elsewhere
+    names = ", ".join(str(d) for d in devices)
+    raise RuntimeError(
+        f"torchcx: {func} expected all tensors on one device, got {names} "
+        f"({_describe_operands(args, kwargs)}); move them to one device with .to(device) first"
+    )
+
+
+def _describe_operands(args: Any, kwargs: dict[str, Any]) -> str:
+    """Like ``describe_args``, with each tensor's device and any layout other than strided."""
+
+    def one(x: Any) -> str:
+        if isinstance(x, Tensor):
+            kind = _kind_of_unplanar(x)
+            dtype = x.component_dtype if isinstance(x, ComplexTensor) else x.dtype
+            extra = f", {kind}" if kind is not None else ""
+            shape = "nested" if x.is_nested else list(x.shape)
+            return f"{type(x).__name__}[{dtype}]{shape} on {x.device}{extra}"
+        if isinstance(x, (list, tuple)):
+            return "[" + ", ".join(one(v) for v in x) + "]"
+        return type(x).__name__
+
+    return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
+
+
+def _name_the_op(e: BaseException, func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Bad input names the op]: append ``func`` and its arguments to a plain error's message."""
+    if type(e) not in _NAMED_ERRORS:
+        return
+    message = e.args[0] if len(e.args) == 1 and isinstance(e.args[0], str) else None
+    if len(e.args) == 0:
+        message = ""
+    if message is None or "torchcx" in message:
+        return  # (named already, by torchcx or by an inner op's dispatch)
+    try:
+        where = f"torchcx: in {func} with arguments ({_describe_operands(args, kwargs)})"
+    except Exception:  # noqa: BLE001  (describing must never hide the error itself)
+        where = f"torchcx: in {func}"
+    e.args = (f"{message} ({where})" if message else where,)
 
 
 @contextlib.contextmanager
@@ -160,9 +274,34 @@ def resolve(func: OpOverload) -> Impl:
     return functools.partial(_not_implemented, func)
 
 
+#: Ops that order their operands: complex numbers have no order, and PyTorch refuses
+#: them for complex dtypes too; the error says so instead of only "not implemented".
+_ORDERING_OPS = frozenset(
+    getattr(aten, name)
+    for name in (
+        "lt le gt ge max min maximum minimum fmax fmin amax amin aminmax sort argsort msort argmax argmin "
+        "topk kthvalue median nanmedian mode cummax cummin clamp clamp_min clamp_max clip relu hardtanh "
+        "searchsorted bucketize histc heaviside"
+    ).split()
+    if hasattr(aten, name)
+)
+
+
 def _not_implemented(func: OpOverload, *args: Any, **kwargs: Any) -> Any:
+    # (the compile backend recognises this function by name: keep it)
+    if func.overloadpacket in _ORDERING_OPS:
+        instead = (
+            "complex numbers have no order (PyTorch refuses this op for complex dtypes too): "
+            "apply it to z.abs(), z.real or z.imag instead"
+        )
+    else:
+        instead = (
+            "if PyTorch has a complex kernel for it, run it on a native tensor (z.to_interleaved(); "
+            "to_interleaved(torch.complex64) for bfloat16 parts), or add a decomposition "
+            "(docs/adding-an-op.md)"
+        )
     raise NotImplementedError(
-        f"torchcx: no complex decomposition for {func} with arguments ({describe_args(args, kwargs)})"
+        f"torchcx: no complex decomposition for {func} with arguments ({describe_args(args, kwargs)}); {instead}"
     )
 
 
