@@ -114,6 +114,18 @@ does not see: ``inductor_patches`` adds them (this file's hash and the settings
 they read) to ``torch.compiler.config.cache_key_tag`` for the compilation, so a
 graph compiled without them (by default ``torch.compile``, or an older torchcx)
 is never loaded in their place.
+
+Note [Patches in one thread at a time]
+--------------------------------------
+The adjustments replace module and class attributes that every thread sees. They are
+installed under Dynamo's compile lock for the whole time they are in force, so torchcx
+compiles in two threads (a backward graph compiled lazily at the first ``backward()``
+included, which Dynamo's lock does not otherwise cover) take turns, as do Dynamo's own
+compiles; and each replaced function acts only in the thread that installed it, falling
+back to Inductor's own in any other. The alternative, a reference count so that
+overlapping torchcx compiles share one installation, would still show the adjustments to
+a stock compile in another thread and cannot share the cache tag (settings may differ per
+compile). Details in Note [Patches and threads], torchcx/_patching.py.
 """
 
 from __future__ import annotations
@@ -129,6 +141,7 @@ import torch
 
 from . import config
 from ._interleaved import interleaved_access
+from ._patching import for_this_thread, patch_window
 from ._words import joining_words, words_as_pairs
 
 _FOUR_BYTE = (torch.float32, torch.int32)
@@ -149,21 +162,26 @@ def quiet_complex_warning() -> Iterator[None]:
     except ImportError:  # pragma: no cover
         yield
         return
-    original = getattr(lowering, "_warn_complex_not_supported", None)
-    if original is None:  # pragma: no cover
-        yield
-        return
-    lowering._warn_complex_not_supported = lambda: None
-    try:
-        yield
-    finally:
-        lowering._warn_complex_not_supported = original
+    with patch_window():  # Note [Patches and threads]
+        original = getattr(lowering, "_warn_complex_not_supported", None)
+        if original is None:  # pragma: no cover
+            yield
+            return
+        lowering._warn_complex_not_supported = for_this_thread(lambda: None, original)
+        try:
+            yield
+        finally:
+            lowering._warn_complex_not_supported = original
 
 
 @contextlib.contextmanager
 def inductor_patches() -> Iterator[None]:
-    """The patches above, for the duration of one compile_fx_inner call."""
+    """The patches above, for the duration of one compile_fx_inner call.
+
+    Installed for the calling thread only, one thread at a time (Note [Patches and threads]).
+    """
     with contextlib.ExitStack() as stack:
+        stack.enter_context(patch_window())
         # They change the code Inductor generates (not what it computes): key the FX graph
         # cache on them, so that a graph compiled without them is not loaded instead.
         tag = torch.compiler.config.cache_key_tag
@@ -239,7 +257,7 @@ def _vec_override(name: str, make: Any) -> Iterator[None]:
         yield
         return
     own = overrides.__dict__.get(name)  # None if inherited
-    setattr(overrides, name, staticmethod(make(original)))
+    setattr(overrides, name, staticmethod(for_this_thread(make(original), original)))
     try:
         yield
     finally:
@@ -275,7 +293,7 @@ def _heavy_values_computed_once() -> Iterator[None]:
                 return True
         return original(self, users, **kwargs)
 
-    ir.StorageBox.should_realize_on_reuse = should_realize_on_reuse
+    ir.StorageBox.should_realize_on_reuse = for_this_thread(should_realize_on_reuse, original)
     try:
         yield
     finally:
@@ -342,7 +360,7 @@ def _pointwise_bitcasts() -> Iterator[None]:
             ranges=list(x.get_size()),
         )
 
-    lowering.lowerings[key] = view_dtype
+    lowering.lowerings[key] = for_this_thread(view_dtype, original)
     try:
         yield
     finally:
@@ -391,7 +409,7 @@ def _shared_subexpressions() -> Iterator[None]:
 
         return load
 
-    ir.Pointwise.make_loader = make_loader
+    ir.Pointwise.make_loader = for_this_thread(make_loader, original)
     try:
         yield
     finally:

@@ -54,6 +54,8 @@ from typing import Any
 import sympy
 import torch
 
+from ._patching import for_this_thread
+
 log = logging.getLogger(__name__)
 
 # element dtype -> C++ type its vectors are shuffled as: 32- and 64-bit elements as
@@ -109,13 +111,16 @@ def interleaved_access() -> Iterator[None]:
             stride = stride_at_vec_range(index, var, *rest, **kw)
             return sympy.S.One if stride == 2 else stride
 
-        cpp.stride_at_vec_range = counted_stride
+        cpp.stride_at_vec_range = for_this_thread(counted_stride, stride_at_vec_range)
         try:
             return select(self, *args, **kwargs)
         finally:
             cpp.stride_at_vec_range = stride_at_vec_range
 
-    kernel.load, kernel.store, tiling.select_tiling = pair_load, pair_store, select_tiling
+    # (each for the compiling thread only: Note [Patches and threads], torchcx/_patching.py)
+    kernel.load = for_this_thread(pair_load, load)
+    kernel.store = for_this_thread(pair_store, store)
+    tiling.select_tiling = for_this_thread(select_tiling, select)
     try:
         yield
     finally:

@@ -43,6 +43,8 @@ from typing import Any
 
 import torch
 
+from ._patching import for_this_thread
+
 _TRUNCATE = re.compile(r"(\w+) >> (\w+)")
 _MASKED = re.compile(r"(\w+) & (\w+)")
 _SHIFTED = re.compile(r"(\w+) << (\w+)")
@@ -75,7 +77,8 @@ def words_as_pairs() -> Iterator[None]:
                 return _narrow(self, src, n32) if dtype == torch.int32 else _widen(src, n32)
         return to_dtype(self, src, dtype, src_dtype, rounding)
 
-    kernel.get_to_dtype_expr = get_to_dtype_expr
+    # (for the compiling thread only: Note [Patches and threads], torchcx/_patching.py)
+    kernel.get_to_dtype_expr = for_this_thread(get_to_dtype_expr, to_dtype)
     try:
         yield
     finally:

@@ -13,13 +13,26 @@ backend fails Dynamo's backend guard, so the function is recompiled). Settings
 that change only the generated code are in Inductor's FX graph cache key
 (``_inductor_patches``), and the others change the graph itself, so a cached graph
 compiled under other settings is never loaded.
+
+Note [Settings per thread]
+--------------------------
+Setting an attribute changes it for the whole process; ``patch`` changes it for the
+calling thread only (a context variable holds the patched values, read before the
+module's own), and so does setting a patched attribute inside the ``patch`` block (undone
+at its end, as before). The backend applies a compiled function's settings with ``patch`` while
+it lowers a graph, and a backward graph is lowered at the first ``backward()``, in
+whichever thread calls it and outside Dynamo's compile lock: with process-wide patches,
+two threads lowering at once read each other's settings, and the patch that ended last
+restored the other's values for good (Note [Patches and threads] in _patching.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+import types
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 #: Raise (instead of warning and running the native kernel) when a compiled graph
@@ -58,21 +71,45 @@ _DEFAULTS = {
 }
 
 
+#: This thread's patched values (Note [Settings per thread]).
+_PATCHED: ContextVar[Mapping[str, Any]] = ContextVar("torchcx_config_patched", default=types.MappingProxyType({}))
+
+
+class _Settings(types.ModuleType):
+    """This module's class: each setting reads the calling thread's patched value first."""
+
+
+def _setting(name: str) -> property:
+    def get(module: types.ModuleType) -> Any:
+        patched = _PATCHED.get()
+        return patched[name] if name in patched else vars(module)[name]
+
+    def set_(module: types.ModuleType, value: Any) -> None:
+        patched = _PATCHED.get()
+        if name in patched:  # inside this thread's ``patch`` of it: undone when the block ends
+            _PATCHED.set(types.MappingProxyType({**patched, name: value}))
+        else:
+            vars(module)[name] = value  # process-wide
+
+    return property(get, set_)
+
+
+for _name in _DEFAULTS:
+    setattr(_Settings, _name, _setting(_name))
+sys.modules[__name__].__class__ = _Settings
+
+
 @contextlib.contextmanager
 def patch(**changes: Any) -> Iterator[None]:
-    """Set config values for the duration of a ``with`` block."""
-    module = sys.modules[__name__]
+    """Set config values for the duration of a ``with`` block, in the calling thread only."""
     unknown = set(changes) - set(_DEFAULTS)
     if unknown:
         raise AttributeError(f"torchcx.config has no setting {sorted(unknown)}")
-    saved = {name: getattr(module, name) for name in changes}
-    for name, value in changes.items():
-        setattr(module, name, value)
+    token = _PATCHED.set(types.MappingProxyType({**_PATCHED.get(), **changes}))
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+        _PATCHED.reset(token)
 
 
 def compile_settings() -> dict[str, Any]:
