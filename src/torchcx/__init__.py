@@ -7,6 +7,7 @@ decomposed into real ops that Inductor can fuse. See README.md.
 from . import config, ops  # noqa: F401  (fills the op tables)
 from .backend import _register_backend, compile, torchcx_backend
 from .explain import ExplainReport, explain
+from .export import export
 from .tensor import (
     COMPONENT_DTYPES,
     ComplexTensor,
@@ -33,6 +34,7 @@ __all__ = [
     "component_dtype_of",
     "config",
     "explain",
+    "export",
     "torchcx_backend",
 ]
 

@@ -282,18 +282,39 @@ class _Input:
 
     complex_dtype: torch.dtype | None  # None: passed as it is
     conj: bool = False  # a conjugated view: pass the unconjugated memory, negate im inside
+    # torchcx.export's layout: (re, im) pairs of these parts along a trailing dim of 2
+    # (view_as_real's), instead of Note [Interleaved layouts]'s
+    pairs_of: torch.dtype | None = None
 
 
 class _Lowering:
     """Retraces a functional complex graph into a real one (Note [The compile pipeline], step 3)."""
 
-    def __init__(self, gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, report: GraphReport) -> None:
+    def __init__(
+        self,
+        gm: fx.GraphModule,
+        example_inputs: Sequence[Any],
+        *,
+        strict: bool,
+        report: GraphReport,
+        pairs_of: Sequence[torch.dtype | None] | None = None,
+    ) -> None:
+        """``pairs_of`` (torchcx.export): every complex input and output crosses as (re, im)
+        pairs, input i's with parts ``pairs_of[i]``, and every output is computed (there is
+        no run time to replay views on)."""
         self.gm = gm
         self.example_inputs = list(example_inputs)
         self.strict = strict
         self.report = report
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        self.inputs = [self._input_of(v) for v in self.example_inputs]
+        self.pairs = pairs_of is not None
+        if pairs_of is not None:
+            self.inputs = [
+                _Input(v.dtype, pairs_of=part) if part is not None else _Input(None)
+                for v, part in zip(self.example_inputs, pairs_of)
+            ]
+        else:
+            self.inputs = [self._input_of(v) for v in self.example_inputs]
         out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
         self.outputs: list[Any] = list(out.args[0])
         # A mutated input's new value -> the input: after the call the input holds it, so a
@@ -305,6 +326,8 @@ class _Lowering:
         # Note [Outputs that alias each other]: outputs that view a complex value another output
         # also reaches, replayed at run time as views of one base (an output, or a hidden one).
         self.shared_views, self.bases = self._shared_views()
+        if self.pairs:
+            self.aliases, self.shared_views, self.bases = {}, {}, []
         self.replayed = sorted({*self.aliases, *self.shared_views})
         # graph output index -> index among the real graph's outputs (None for replayed ones);
         # hidden bases follow the graph's outputs among the real ones
@@ -364,6 +387,10 @@ class _Lowering:
     @staticmethod
     def _complex_dtype_of(node: Any) -> torch.dtype | None:
         val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        if val is None and isinstance(node, fx.Node) and node.target is torch.ops.aten.empty_strided.default:
+            # Inductor's stand-in for a meta output (joint_graph.remove_no_ops) has no "val"
+            dtype = node.kwargs.get("dtype")
+            return dtype if isinstance(dtype, torch.dtype) and dtype.is_complex else None
         return val.dtype if isinstance(val, Tensor) and val.is_complex() else None
 
     def _written_back(self) -> dict[fx.Node, fx.Node]:
@@ -438,13 +465,17 @@ class _Lowering:
         for value, spec in zip(self.example_inputs, self.inputs):
             if spec.complex_dtype is None:
                 reals.append(value)
+            elif spec.pairs_of is not None:
+                reals.append(torch.view_as_real(value.resolve_conj()).to(spec.pairs_of))
             else:
                 reals.append(_layout.to_real(value.conj() if spec.conj else value))
         return reals
 
     # -- tracing
 
-    def trace(self) -> tuple[fx.GraphModule, list[Any]]:
+    def trace(self, decompositions: dict[Any, Callable[..., Any]] | None = None) -> tuple[fx.GraphModule, list[Any]]:
+        """The real graph and its example inputs. ``decompositions``: Inductor's by default (an
+        exported graph keeps the aten ops torchcx's implementations call: its targets decompose)."""
         from torch._guards import detect_fake_mode
         from torch._inductor.decomposition import select_decomp_table
         from torch.fx.experimental.proxy_tensor import make_fx
@@ -460,9 +491,8 @@ class _Lowering:
         self.constants = self._constants()
         with fake_mode if fake_mode is not None else contextlib.nullcontext():
             fake_constants = [fake_mode.from_tensor(c, static_shapes=True) if fake_mode else c for c in self.constants]
-            real_gm = make_fx(_functionalized(self._run), decomposition_table=select_decomp_table())(
-                *real_inputs, *fake_constants
-            )
+            table = select_decomp_table() if decompositions is None else decompositions
+            real_gm = make_fx(_functionalized(self._run), decomposition_table=table)(*real_inputs, *fake_constants)
         real_gm.graph.eliminate_dead_code()
         real_gm.recompile()
         return real_gm, [*real_inputs, *fake_constants]
@@ -494,7 +524,9 @@ class _Lowering:
         constants = flat_args[len(self.placeholders) :]
         env: dict[fx.Node, Any] = {}
         for node, value, spec in zip(self.placeholders, real_args, self.inputs):
-            if spec.conj:
+            if spec.pairs_of is not None:
+                env[node] = ComplexTensor(value.select(-1, 0), value.select(-1, 1))
+            elif spec.conj:
                 re, im = _layout.unpack(value, spec.complex_dtype)
                 env[node] = ComplexTensor(re, -im)
             elif spec.complex_dtype is not None:
@@ -549,6 +581,10 @@ class _Lowering:
         return tuple(results)
 
     def _pack_output(self, value: Any, dtype: torch.dtype | None) -> Any:
+        if self.pairs and dtype is not None:
+            # parts as computed: bfloat16 parts in give bfloat16 parts out, as in eager torchcx
+            value = value if isinstance(value, ComplexTensor) else _as_complex(value, dtype)
+            return torch.stack([value.re, value.im], dim=-1)
         if isinstance(value, ComplexTensor):
             assert dtype is not None
             return _layout.packed(value, dtype)

@@ -18,10 +18,11 @@ vendor library computes complex with those parts).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -33,7 +34,7 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from .. import _layout
 from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of
 from ._common import Op, overloads_of
-from ._registry import EXTERN_OPS, register
+from ._registry import EXTERN_OPS, describe_args, register
 
 aten = torch.ops.aten
 
@@ -83,15 +84,73 @@ def _is_traced(args: Any) -> bool:
     return False
 
 
+# Note [Extern kernels in exported graphs]
+# ----------------------------------------
+# A graph for deployment (torchcx.export) cannot call ``torchcx::extern``: its kernel is
+# Python, which neither AOTInductor's C++ runtime nor ONNX can run. There a traced
+# extern call takes one of two other forms (``traced_externs``): "native", the aten op
+# itself on complex tensors made from the parts (``view_as_complex`` in, ``view_as_real``
+# out: the only complex values of the graph, which the target runs as its own FFT), or
+# "refused", a NotImplementedError naming the op, for a graph that must be real-only.
+# The FFT and GEMM rules take their real-arithmetic paths when externs are not the
+# custom op (``custom_op_externs``).
+_TRACED_FORM = "custom_op"
+TRACED_FORMS = ("custom_op", "native", "refused")
+
+
+@contextlib.contextmanager
+def traced_externs(form: str) -> Iterator[None]:
+    """Trace extern calls in ``form`` (Note [Extern kernels in exported graphs]) within the block."""
+    global _TRACED_FORM
+    if form not in TRACED_FORMS:
+        raise ValueError(f"torchcx: unknown extern form {form!r}; expected one of {TRACED_FORMS}")
+    saved, _TRACED_FORM = _TRACED_FORM, form
+    try:
+        yield
+    finally:
+        _TRACED_FORM = saved
+
+
+def custom_op_externs() -> bool:
+    """Whether traced extern calls are ``torchcx::extern`` (a compiled graph) rather than an export's form."""
+    return _TRACED_FORM == "custom_op"
+
+
 def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` with its native complex kernel; ComplexTensor in, ComplexTensor out."""
     low = _low_precision((args, kwargs))
-    if _is_traced((args, kwargs)):
+    if _is_traced((args, kwargs)) and _TRACED_FORM == "refused":
+        raise NotImplementedError(
+            f"{op} ({describe_args(args, kwargs)}) has no real-arithmetic form: it runs as the native "
+            "complex kernel, which a real-only graph cannot hold"
+        )
+    if _is_traced((args, kwargs)) and _TRACED_FORM == "native":
+        out = tree_map(
+            _from_native_traced, op(*tree_map(_to_native_traced, args), **tree_map(_to_native_traced, kwargs))
+        )
+    elif _is_traced((args, kwargs)):
         out = _call_traced(op, args, kwargs)
     else:
         out = op(*tree_map(_to_native, args), **tree_map(_to_native, kwargs))
         out = tree_map(_from_native, out)
     return tree_map(lambda x: _round_to(x, low), out)
+
+
+def _to_native_traced(x: Any) -> Any:
+    """``x`` as a native complex tensor, by ops a trace records (``view_as_complex`` of stacked parts)."""
+    if isinstance(x, ComplexTensor):
+        part = torch.float32 if x.component_dtype in (torch.float16, torch.bfloat16) else x.component_dtype
+        return torch.view_as_complex(torch.stack([x.re.to(part), x.im.to(part)], dim=-1))
+    if isinstance(x, RealView):
+        return x.materialize()
+    return x
+
+
+def _from_native_traced(x: Any) -> Any:
+    if isinstance(x, Tensor) and x.is_complex():
+        pair = torch.view_as_real(x.resolve_conj())
+        return ComplexTensor(pair.select(-1, 0), pair.select(-1, 1))
+    return x
 
 
 def _to_native(x: Any) -> Any:
