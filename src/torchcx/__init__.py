@@ -7,7 +7,7 @@ decomposed into real ops that Inductor can fuse. See README.md.
 from . import config, ops  # noqa: F401  (fills the op tables)
 from .backend import _register_backend, compile, torchcx_backend
 from .explain import ExplainReport, explain
-from .export import export
+from .export import aoti_compile_and_package, export
 from .tensor import (
     COMPONENT_DTYPES,
     ComplexTensor,
@@ -26,6 +26,7 @@ __all__ = [
     "ComplexTensor",
     "ExplainReport",
     "RealView",
+    "aoti_compile_and_package",
     "as_complex_tensor",
     "complex",
     "complex32_parts",

@@ -17,8 +17,9 @@ programs into real-only graphs; ``export`` makes that a ``torch.export`` program
    every output computed (no run time replays views). Complex parameters, buffers
    and constants become real tensors in the same layout. Extern kernels take their
    export form (Note [Extern kernels in exported graphs]): the FFT in real
-   arithmetic (``fft="real"``, the default) or as the aten FFT op (``"vendor"``),
-   GEMMs always in real arithmetic.
+   arithmetic (``fft="real"``), as the aten FFT op (``"vendor"``), or each transform
+   by the compile backend's measured rule (``"auto"``, the default: Note [FFT path
+   selection]); GEMMs always in real arithmetic.
 3. That real graph, in a module holding the real parameters under their original
    names, is exported again. With ``complex_io="complex"`` its signature takes and
    returns complex tensors, viewed as pairs at the boundary (``view_as_real`` in,
@@ -44,18 +45,18 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import config
-from ._inductor_patches import quiet_complex_warning
+from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .backend import _REPLACED_DECOMPOSITIONS, GraphReport, _Lowering
 from .ops._registry import EXTERN_OPS
 from .ops.extern import traced_externs
 from .tensor import ComplexTensor
 
-__all__ = ["export"]
+__all__ = ["aoti_compile_and_package", "export"]
 
 _REPLACED = {getattr(torch.ops.aten, name) for name in _REPLACED_DECOMPOSITIONS}
 
 ComplexIO = Literal["complex", "real"]
-FFTForm = Literal["real", "vendor"]
+FFTForm = Literal["auto", "real", "vendor"]
 Target = Literal["aoti", "onnx"]
 
 
@@ -65,7 +66,7 @@ def export(
     kwargs: dict[str, Any] | None = None,
     *,
     complex_io: ComplexIO = "complex",
-    fft: FFTForm = "real",
+    fft: FFTForm = "auto",
     target: Target = "aoti",
     dynamic_shapes: Any = None,
     strict: bool = False,
@@ -78,14 +79,17 @@ def export(
     keeps complex tensors in the signature (views in and out); ``"real"`` takes and
     returns each complex tensor as a real tensor with a trailing dimension of 2
     (``torch.view_as_real``'s layout), as runtimes without complex dtypes need.
-    ``fft="real"`` computes FFTs in real arithmetic (GEMMs and pointwise ops: every
-    target runs them); ``"vendor"`` keeps the aten FFT ops on complex tensors made
-    from the parts, for a target with its own FFT (ONNX's DFT, pocketfft/MKL in
-    AOTInductor), and is the only choice for a transform length given as a
-    symbolic dimension. ``target="onnx"`` writes the few ops ONNX lacks (``hypot``,
-    ``copysign``, ``signbit``) with ops it has; ``"aoti"`` (the default) suits
-    AOTInductor, ``torch.export.save`` and Python. ``dynamic_shapes`` are ``torch.export``'s, for the inputs
-    as given in ``args``; ``strict`` is ``torch.export.export``'s tracer choice.
+    ``fft="real"`` computes FFTs in real arithmetic (GEMMs and pointwise ops: the
+    graph holds no complex value at all); ``"vendor"`` keeps the aten FFT ops, on
+    complex tensors made from the parts and viewed as pairs again, for the target's
+    own FFT (ONNX's DFT, pocketfft/MKL in AOTInductor); ``"auto"`` (the default)
+    chooses per transform as ``torchcx.compile`` does: the real path for small
+    transforms, the vendor FFT for large ones and for a symbolic length.
+    ``target="onnx"`` writes the few ops ONNX lacks (``hypot``, ``copysign``,
+    ``signbit``) with ops it has; ``"aoti"`` (the default) suits AOTInductor
+    (``torchcx.aoti_compile_and_package``), ``torch.export.save`` and Python.
+    ``dynamic_shapes`` are ``torch.export``'s, for the inputs as given in ``args``;
+    ``strict`` is ``torch.export.export``'s tracer choice.
 
     Raises ``NotImplementedError`` naming the op and dtypes for a complex op torchcx
     cannot lower to real arithmetic (a LAPACK factorization, an op it has no
@@ -95,8 +99,8 @@ def export(
         raise ValueError(f"torchcx.export: complex_io must be 'complex' or 'real', got {complex_io!r}")
     if target not in ("aoti", "onnx"):
         raise ValueError(f"torchcx.export: target must be 'aoti' or 'onnx', got {target!r}")
-    if fft not in ("real", "vendor"):
-        raise ValueError(f"torchcx.export: fft must be 'real' or 'vendor', got {fft!r}")
+    if fft not in ("auto", "real", "vendor"):
+        raise ValueError(f"torchcx.export: fft must be 'auto', 'real' or 'vendor', got {fft!r}")
     kwargs = dict(kwargs or {})
     module = program if isinstance(program, nn.Module) else _Function(program)
     flat_inputs, in_spec = tree_flatten((tuple(args), kwargs))
@@ -176,6 +180,19 @@ _ONNX_DECOMPOSITIONS = {
     torch.ops.aten.copysign.Tensor: _copysign_onnx,
     torch.ops.aten.signbit.default: _signbit_onnx,
 }
+
+
+def aoti_compile_and_package(exported: ExportedProgram, **kwargs: Any) -> str:
+    """``torch._inductor.aoti_compile_and_package`` with torchcx's Inductor adjustments.
+
+    A program from ``torchcx.export`` runs under plain AOTInductor too; compiled this way
+    its kernels are those ``torchcx.compile`` generates (Note [Interleaved access]
+    vectorizes the (re, im) pairs at its boundary; Note [Accurate expm1]). Takes and
+    returns what ``aoti_compile_and_package`` does (the package's path); load it with
+    ``torch._inductor.aoti_load_package``.
+    """
+    with inductor_patches():
+        return torch._inductor.aoti_compile_and_package(exported, **kwargs)
 
 
 def _capture_decompositions() -> Any:
@@ -271,7 +288,7 @@ def _lower(
             raise NotImplementedError(f"torchcx.export: outputs of kind {spec.kind.name} are not supported")
 
     lowering = _Lowering(gm, example, strict=True, report=GraphReport(kind="export"), pairs_of=pairs_of)
-    form = "native" if fft == "vendor" else "refused"
+    form = "refused" if fft == "real" else "native"
     settings = {"fft_path": fft, "matmul_strategy": config.matmul_strategy}
     try:
         with config.patch(**settings), traced_externs(form), quiet_complex_warning():
