@@ -23,6 +23,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -94,37 +95,38 @@ def _is_traced(args: Any) -> bool:
 # "refused", a NotImplementedError naming the op, for a graph that must be real-only.
 # The FFT and GEMM rules take their real-arithmetic paths when externs are not the
 # custom op (``custom_op_externs``).
-_TRACED_FORM = "custom_op"
+# (a context variable, per thread, as the settings are: Note [Settings per thread])
+_TRACED_FORM: ContextVar[str] = ContextVar("torchcx_traced_externs", default="custom_op")
 TRACED_FORMS = ("custom_op", "native", "refused")
 
 
 @contextlib.contextmanager
 def traced_externs(form: str) -> Iterator[None]:
     """Trace extern calls in ``form`` (Note [Extern kernels in exported graphs]) within the block."""
-    global _TRACED_FORM
     if form not in TRACED_FORMS:
         raise ValueError(f"torchcx: unknown extern form {form!r}; expected one of {TRACED_FORMS}")
-    saved, _TRACED_FORM = _TRACED_FORM, form
+    token = _TRACED_FORM.set(form)
     try:
         yield
     finally:
-        _TRACED_FORM = saved
+        _TRACED_FORM.reset(token)
 
 
 def custom_op_externs() -> bool:
     """Whether traced extern calls are ``torchcx::extern`` (a compiled graph) rather than an export's form."""
-    return _TRACED_FORM == "custom_op"
+    return _TRACED_FORM.get() == "custom_op"
 
 
 def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` with its native complex kernel; ComplexTensor in, ComplexTensor out."""
     low = _low_precision((args, kwargs))
-    if _is_traced((args, kwargs)) and _TRACED_FORM == "refused":
+    form = _TRACED_FORM.get()
+    if _is_traced((args, kwargs)) and form == "refused":
         raise NotImplementedError(
             f"{op} ({describe_args(args, kwargs)}) has no real-arithmetic form: it runs as the native "
             "complex kernel, which a real-only graph cannot hold"
         )
-    if _is_traced((args, kwargs)) and _TRACED_FORM == "native":
+    if _is_traced((args, kwargs)) and form == "native":
         out = tree_map(
             _from_native_traced, op(*tree_map(_to_native_traced, args), **tree_map(_to_native_traced, kwargs))
         )
