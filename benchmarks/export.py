@@ -25,11 +25,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 
-from export_programs import PROGRAMS  # noqa: E402
-from test_export import HAS_ONNX, _pairs, run_onnx  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
 
 import torchcx  # noqa: E402
+from export_programs import PROGRAMS  # noqa: E402
+from test_export import HAS_ONNX, _pairs, run_onnx  # noqa: E402
 from torchcx.tensor import ComplexTensor  # noqa: E402
 
 
@@ -83,7 +83,9 @@ def main() -> None:
                     run_onnx(path, real_inputs, expected)
                     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
                     feeds = {
-                        meta.name: a.numpy() for meta, a in zip(session.get_inputs(), real_inputs) if a.dtype != torch.bfloat16
+                        meta.name: a.numpy()
+                        for meta, a in zip(session.get_inputs(), real_inputs)
+                        if a.dtype != torch.bfloat16
                     }
                     if len(feeds) == len(real_inputs):
                         modes["onnxruntime"] = lambda s=session, f=feeds: s.run(None, f)
