@@ -201,6 +201,17 @@ def test_vendor_fft(route: str, tmp_path: Any) -> None:
     _assert_matches_eager(program, got, complex_io)
 
 
+def test_vendor_gemm_in_aoti(tmp_path: Path) -> None:
+    """gemm="vendor" keeps complex matrix products as aten ops on complex tensors; AOTInductor runs them."""
+    program = BY_NAME["complex-mlp"]
+    module, args, _ = _case(program.name)
+    ep = torchcx.export(module, args, gemm="vendor")
+    products = [n for n in ep.graph.nodes if n.target is torch.ops.aten.mm.default]
+    assert products and all(n.meta["val"].is_complex() for n in products)
+    package = torchcx.aoti_compile_and_package(ep, package_path=str(tmp_path / "model.pt2"))
+    _assert_matches_eager(program, torch._inductor.aoti_load_package(package)(*args), "complex")
+
+
 @pytest.mark.parametrize("complex_io", ["complex", "real"])
 def test_dynamic_batch(complex_io: str) -> None:
     module, args, _ = _case("complex-mlp")
@@ -253,6 +264,8 @@ def test_errors_name_the_problem() -> None:
         torchcx.export(torch.exp, (z,), complex_io="pairs")
     with pytest.raises(ValueError, match="fft must be 'auto', 'real' or 'vendor'"):
         torchcx.export(torch.exp, (z,), fft="fast")
+    with pytest.raises(ValueError, match="gemm='vendor' keeps complex matrix products"):
+        torchcx.export(torch.matmul, (z, z), gemm="vendor", target="onnx")
 
 
 CPP_RUNNER = Path(__file__).parent.parent / "examples" / "export_cpp" / "run_package.cpp"

@@ -19,7 +19,8 @@ programs into real-only graphs; ``export`` makes that a ``torch.export`` program
    export form (Note [Extern kernels in exported graphs]): the FFT in real
    arithmetic (``fft="real"``), as the aten FFT op (``"vendor"``), or each transform
    by the compile backend's measured rule (``"auto"``, the default: Note [FFT path
-   selection]); GEMMs always in real arithmetic.
+   selection]); complex GEMMs likewise (``gemm=``), except for ONNX, which
+   converts no complex matrix product: there they are real.
 3. That real graph, in a module holding the real parameters under their original
    names, is exported again. With ``complex_io="complex"`` its signature takes and
    returns complex tensors, viewed as pairs at the boundary (``view_as_real`` in,
@@ -58,6 +59,7 @@ _REPLACED = {getattr(torch.ops.aten, name) for name in _REPLACED_DECOMPOSITIONS}
 ComplexIO = Literal["complex", "real"]
 FFTForm = Literal["auto", "real", "vendor"]
 Target = Literal["aoti", "onnx"]
+GemmForm = Literal["auto", "real", "vendor"]
 
 
 def export(
@@ -67,6 +69,7 @@ def export(
     *,
     complex_io: ComplexIO = "complex",
     fft: FFTForm = "auto",
+    gemm: GemmForm = "auto",
     target: Target = "aoti",
     dynamic_shapes: Any = None,
     strict: bool = False,
@@ -85,6 +88,10 @@ def export(
     own FFT (ONNX's DFT, pocketfft/MKL in AOTInductor); ``"auto"`` (the default)
     chooses per transform as ``torchcx.compile`` does: the real path for small
     transforms, the vendor FFT for large ones and for a symbolic length.
+    ``gemm`` likewise for complex matrix products (matmul, einsum, linear, ...):
+    ``"real"`` in real arithmetic, ``"vendor"`` as the aten op on complex tensors
+    (cgemm/zgemm), ``"auto"`` by the compile backend's rule on AOTInductor and
+    ``"real"`` for ONNX (which converts no complex product) or with ``fft="real"``.
     ``target="onnx"`` writes the few ops ONNX lacks (``hypot``, ``copysign``,
     ``signbit``) with ops it has; ``"aoti"`` (the default) suits AOTInductor
     (``torchcx.aoti_compile_and_package``), ``torch.export.save`` and Python.
@@ -101,6 +108,13 @@ def export(
         raise ValueError(f"torchcx.export: target must be 'aoti' or 'onnx', got {target!r}")
     if fft not in ("auto", "real", "vendor"):
         raise ValueError(f"torchcx.export: fft must be 'auto', 'real' or 'vendor', got {fft!r}")
+    if gemm not in ("auto", "real", "vendor"):
+        raise ValueError(f"torchcx.export: gemm must be 'auto', 'real' or 'vendor', got {gemm!r}")
+    if gemm == "vendor" and (target == "onnx" or fft == "real"):
+        raise ValueError(
+            "torchcx.export: gemm='vendor' keeps complex matrix products, which torch.onnx cannot convert "
+            "and fft='real' (a graph with no complex value) excludes; use gemm='real' or 'auto'"
+        )
     kwargs = dict(kwargs or {})
     module = program if isinstance(program, nn.Module) else _Function(program)
     flat_inputs, in_spec = tree_flatten((tuple(args), kwargs))
@@ -127,7 +141,7 @@ def export(
         )
         captured = torch.export.export(module, s_args, s_kwargs, dynamic_shapes=captured_dynamic, strict=strict)
         captured = captured.run_decompositions(_capture_decompositions())
-    real_module, real_inputs = _lower(captured, parts, flat_inputs, complex_io, fft, in_spec)
+    real_module, real_inputs = _lower(captured, parts, flat_inputs, complex_io, fft, _gemm_form(gemm, target, fft))
     signature = program.forward if isinstance(program, nn.Module) else program
     real_dynamic = _varargs_dynamic_shapes(signature, dynamic_shapes, args, kwargs, complex_io)
     r_args, r_kwargs = tree_unflatten(real_inputs, in_spec)
@@ -195,6 +209,14 @@ def aoti_compile_and_package(exported: ExportedProgram, **kwargs: Any) -> str:
         return torch._inductor.aoti_compile_and_package(exported, **kwargs)
 
 
+def _gemm_form(gemm: GemmForm, target: Target, fft: FFTForm) -> GemmForm:
+    """``gemm`` with "auto" resolved per target: ONNX converts no complex product, and
+    ``fft="real"`` asks for a graph without complex values."""
+    if gemm == "auto" and (target == "onnx" or fft == "real"):
+        return "real"
+    return gemm
+
+
 def _capture_decompositions() -> Any:
     """Core ATen's decompositions (those of ``torch.export``), less those torchcx's tables replace.
 
@@ -245,7 +267,7 @@ def _lower(
     flat_inputs: list[Any],
     complex_io: ComplexIO,
     fft: FFTForm,
-    in_spec: Any,
+    gemm: GemmForm,
 ) -> tuple[nn.Module, list[Any]]:
     """The real graph of ``captured`` in a module to export again (step 2 and 3 of the Note)."""
     gm = captured.graph_module
@@ -289,9 +311,12 @@ def _lower(
 
     lowering = _Lowering(gm, example, strict=True, report=GraphReport(kind="export"), pairs_of=pairs_of)
     form = "refused" if fft == "real" else "native"
-    settings = {"fft_path": fft, "matmul_strategy": config.matmul_strategy}
+    # gemm="vendor": the vendor's kernel for every product it exists for; "auto": the
+    # compile backend's rule (Note [GEMM strategy rule]); "real": its rule without it
+    strategy = "native" if gemm == "vendor" else config.matmul_strategy
+    settings = {"fft_path": fft, "matmul_strategy": strategy}
     try:
-        with config.patch(**settings), traced_externs(form), quiet_complex_warning():
+        with config.patch(**settings), traced_externs(form, native_gemm=gemm != "real"), quiet_complex_warning():
             real_gm, _ = lowering.trace(decompositions={})
     except NotImplementedError as e:
         raise NotImplementedError(f"torchcx.export: {e}") from e

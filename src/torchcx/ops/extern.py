@@ -93,28 +93,35 @@ def _is_traced(args: Any) -> bool:
 # itself on complex tensors made from the parts (``view_as_complex`` in, ``view_as_real``
 # out: the only complex values of the graph, which the target runs as its own FFT), or
 # "refused", a NotImplementedError naming the op, for a graph that must be real-only.
-# The FFT and GEMM rules take their real-arithmetic paths when externs are not the
-# custom op (``custom_op_externs``).
+# The FFT rule keeps its choice in the "native" form (``fft=`` chooses the form);
+# complex GEMMs take the vendor's kernel only where ``gemm=`` allows it
+# (``native_gemm_traced``): torch.onnx converts no complex matrix product.
 # (a context variable, per thread, as the settings are: Note [Settings per thread])
 _TRACED_FORM: ContextVar[str] = ContextVar("torchcx_traced_externs", default="custom_op")
 TRACED_FORMS = ("custom_op", "native", "refused")
 
 
+_NATIVE_GEMM: ContextVar[bool] = ContextVar("torchcx_native_gemm", default=True)
+
+
 @contextlib.contextmanager
-def traced_externs(form: str) -> Iterator[None]:
-    """Trace extern calls in ``form`` (Note [Extern kernels in exported graphs]) within the block."""
+def traced_externs(form: str, *, native_gemm: bool = False) -> Iterator[None]:
+    """Trace extern calls in ``form`` (Note [Extern kernels in exported graphs]) within the block;
+    ``native_gemm``: complex GEMMs may take the vendor's kernel (in the "native" form only)."""
     if form not in TRACED_FORMS:
         raise ValueError(f"torchcx: unknown extern form {form!r}; expected one of {TRACED_FORMS}")
-    token = _TRACED_FORM.set(form)
+    tokens = _TRACED_FORM.set(form), _NATIVE_GEMM.set(native_gemm and form == "native")
     try:
         yield
     finally:
-        _TRACED_FORM.reset(token)
+        _TRACED_FORM.reset(tokens[0])
+        _NATIVE_GEMM.reset(tokens[1])
 
 
-def custom_op_externs() -> bool:
-    """Whether traced extern calls are ``torchcx::extern`` (a compiled graph) rather than an export's form."""
-    return _TRACED_FORM.get() == "custom_op"
+def native_gemm_traced() -> bool:
+    """Whether a traced complex GEMM may call the vendor's complex kernel: always in a compiled
+    graph (``torchcx::extern``), in an exported one only when asked (``gemm=``)."""
+    return _TRACED_FORM.get() == "custom_op" or _NATIVE_GEMM.get()
 
 
 def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

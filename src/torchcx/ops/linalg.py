@@ -101,7 +101,7 @@ from .. import _layout, config
 from ..tensor import ComplexTensor, RealView, _is_fake_like, component_dtype_of
 from ._common import CType, ctype_of, opmath, partwise, result_ctype
 from ._registry import REAL_TO_COMPLEX_OPS, register
-from .extern import call_extern, custom_op_externs, register_extern
+from .extern import call_extern, native_gemm_traced, register_extern
 
 aten = torch.ops.aten
 
@@ -308,7 +308,7 @@ def _choose(a: Tensor, b: Tensor, dtype: torch.dtype, asked: str) -> GemmStrateg
     """The strategy for one product: ``asked`` if available here, else the rule's."""
     if asked != "auto" and asked not in STRATEGIES:
         raise ValueError(f"torchcx: unknown GEMM strategy {asked!r}; expected 'auto' or one of {', '.join(STRATEGIES)}")
-    if asked == "native" and (dtype not in NATIVE_PARTS or (_traced(a, b) and not custom_op_externs())):
+    if asked == "native" and (dtype not in NATIVE_PARTS or (_traced(a, b) and not native_gemm_traced())):
         asked = "auto"  # no vendor complex GEMM for these parts, or none in an exported graph
     if asked != "auto":
         return asked  # type: ignore[return-value]
@@ -352,7 +352,7 @@ def gemm_strategy(a: Tensor, b: Tensor, dtype: torch.dtype, *, compiled: bool | 
     batch, m, k, n = gemm_dims(a, b)
     size = batch * m * k * n
     # (an exported graph holds no extern call: Note [Extern kernels in exported graphs])
-    has_native = dtype in NATIVE_PARTS and (not compiled or custom_op_externs())
+    has_native = dtype in NATIVE_PARTS and (not compiled or native_gemm_traced())
     if a.device.type != "cpu":
         # Not measured yet: the vendor kernel eager uses where there is one.
         return "native" if has_native else "4m"
