@@ -599,3 +599,17 @@ if __name__ == "__main__":
     import sys
 
     sys.exit(pytest.main([__file__, "-p", "no:xdist", "-q", "-k", "parity", *sys.argv[1:]]))
+
+
+def test_flush_subnormals_is_scoped_and_reaches_compiled_kernels() -> None:
+    """torchcx.config.flush_subnormals: subnormals become zero in the block (XLA's CPU semantics),
+    eagerly and in compiled kernels, and gradual underflow is back after it."""
+    z = torch.complex(torch.tensor([1e-39, 1.0]), torch.tensor([-1e-40, 2.0]))  # subnormal float32 parts
+    scale = torchcx.compile(lambda x: x * 3)
+    expected = z * 3
+    assert expected.real[0] != 0 and expected.imag[0] != 0  # gradual underflow
+    with torchcx.config.flush_subnormals():
+        flushed_eager, flushed_compiled = z * 3, scale(z)
+    for flushed in (flushed_eager, flushed_compiled):
+        assert flushed[0] == 0 and flushed[1] == expected[1]
+    torch.testing.assert_close(scale(z), expected, rtol=0, atol=0)

@@ -116,3 +116,27 @@ def compile_settings() -> dict[str, Any]:
     """The current values of ``COMPILE_SETTINGS``."""
     module = sys.modules[__name__]
     return {name: getattr(module, name) for name in COMPILE_SETTINGS}
+
+
+@contextlib.contextmanager
+def flush_subnormals() -> Iterator[None]:
+    """Flush subnormal floats to zero in the calling thread for the block (opt-in; XLA's CPU semantics).
+
+    Eager PyTorch and torchcx keep IEEE gradual underflow: a result below the smallest
+    normal float (1.2e-38 for float32) is a subnormal, which x86 CPUs compute tens of
+    times slower. Programs whose values decay into that range (a soliton's tails, whose
+    ``|psi|^2`` reaches 1e-52) spend most of their time there. JAX on CPU flushes them to
+    zero (XLA sets the FTZ/DAZ bits); this does the same, through
+    ``torch.set_flush_denormal``, for the calling thread only: other threads of the
+    intra-op pool keep gradual underflow, so results are XLA's only with one thread.
+    Gradual underflow is restored at the end of the block. Raises ``RuntimeError`` on a
+    CPU that cannot flush (no SSE3).
+    """
+    import torch
+
+    if not torch.set_flush_denormal(True):
+        raise RuntimeError("torchcx.config.flush_subnormals: this CPU cannot flush subnormals (it has no SSE3 DAZ)")
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 
 from . import report, sweep
-from .modes import MODES
+from .modes import DEFAULT_MODES, MODES
 from .runner import Options, Results, run
 from .workloads import SWEEP_WORKLOADS, WORKLOADS
 
@@ -34,7 +34,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help=f"comma-separated, of: {', '.join(WORKLOADS)}; with --sweep, of: {', '.join(SWEEP_WORKLOADS)}",
     )
-    parser.add_argument("--modes", type=_names, default=list(MODES), help=f"comma-separated, of: {', '.join(MODES)}")
+    parser.add_argument(
+        "--modes",
+        type=_names,
+        default=list(DEFAULT_MODES),
+        help=f"comma-separated, of: {', '.join(MODES)} (default: all but {', '.join(sorted(set(MODES) - set(DEFAULT_MODES)))})",
+    )
     parser.add_argument("--device", default="cpu", help="torch device (JAX uses its backend for the same kind)")
     parser.add_argument(
         "--threads",

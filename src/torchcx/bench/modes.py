@@ -22,11 +22,16 @@ TORCH_COMPILE = "torch.compile"
 TORCHCX = "torchcx"
 WRAPPER = "in-tree wrapper"
 JAX = "jax.jit"
+#: torchcx with subnormals flushed to zero (``torchcx.config.flush_subnormals``), as XLA
+#: does on CPU: an opt-in semantics, so it is not in the default modes.
+TORCHCX_FLUSH = "torchcx+flush"
 
 #: Every mode, in the order of the table.
-MODES = (EAGER, TORCH_COMPILE, TORCHCX, WRAPPER, JAX)
+MODES = (EAGER, TORCH_COMPILE, TORCHCX, TORCHCX_FLUSH, WRAPPER, JAX)
+#: The modes a run times unless told otherwise.
+DEFAULT_MODES = (EAGER, TORCH_COMPILE, TORCHCX, WRAPPER, JAX)
 #: Modes whose first calls compile.
-COMPILED = (TORCH_COMPILE, TORCHCX, WRAPPER, JAX)
+COMPILED = (TORCH_COMPILE, TORCHCX, TORCHCX_FLUSH, WRAPPER, JAX)
 
 
 class Skipped(Exception):
@@ -77,6 +82,16 @@ class TorchInstance(Instance):
 
     def observe(self, out: Any) -> list[Tensor]:
         return [as_float64(t) for t in self.problem.observe(self.args, out)]
+
+
+class FlushingInstance(TorchInstance):
+    """A TorchInstance whose calls run with subnormals flushed to zero."""
+
+    def __call__(self) -> Any:
+        import torchcx
+
+        with torchcx.config.flush_subnormals():
+            return super().__call__()
 
 
 class JaxInstance(Instance):
@@ -149,6 +164,10 @@ def start(mode: str, problem: Problem, device: torch.device) -> Instance:
         import torchcx
 
         return TorchInstance(torchcx.compile(problem.program), problem, device)
+    if mode == TORCHCX_FLUSH:
+        import torchcx
+
+        return FlushingInstance(torchcx.compile(problem.program), problem, device)
     if mode == WRAPPER:
         return TorchInstance(torch.compile(problem.program, backend=inductor_with_complex_wrapper), problem, device)
     if mode == JAX:

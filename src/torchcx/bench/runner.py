@@ -45,7 +45,7 @@ from torch import Tensor
 
 from . import limits as limits_module
 from . import modes
-from .modes import COMPILED, EAGER, MODES, Instance, Skipped
+from .modes import COMPILED, DEFAULT_MODES, EAGER, MODES, Instance, Skipped
 from .workloads import SCALES, WORKLOADS, Problem, Workload
 
 Log = Callable[[str], None]
@@ -56,7 +56,7 @@ class Options:
     """What to run: workload and mode names, the scale of ``SCALES``, and how to time."""
 
     workloads: Sequence[str] = tuple(WORKLOADS)
-    modes: Sequence[str] = MODES
+    modes: Sequence[str] = DEFAULT_MODES
     scale: str = "full"
     device: str = "cpu"
     threads: int | None = None
