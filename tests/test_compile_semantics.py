@@ -375,3 +375,16 @@ def test_chalf_in_and_out():
     assert out.dtype == torch.complex32
     ref = (x.to(C64) * x.to(C64) + x.to(C64)).to(torch.complex32)
     torch.testing.assert_close(out.to(C64), ref.to(C64), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x, y: torch.sgn(x), lambda x, y: torch.lerp(x, y, 0.3)],
+    ids=["sgn", "lerp"],
+)
+def test_real_only_graph_of_a_replaced_decomposition(fn):
+    # Found by the differential fuzzer (tests/test_fuzz.py): a graph with no complex
+    # value goes to Inductor as it is, and ops whose complex decomposition torchcx
+    # replaces (sgn, lerp) were left undecomposed there: Inductor raised "both a
+    # fallback and a decomp for same op".
+    check_compiled(fn, lambda: (real(5, dtype=torch.float64), real(5, dtype=torch.float64) + 1), real_only=False)

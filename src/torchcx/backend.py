@@ -142,9 +142,27 @@ def _complex_space_decompositions() -> dict[Any, Callable[..., Any]]:
     from torch._inductor.decomposition import select_decomp_table
 
     replaced = {getattr(torch.ops.aten, name) for name in _REPLACED_DECOMPOSITIONS}
-    table = {op: fn for op, fn in select_decomp_table().items() if getattr(op, "overloadpacket", None) not in replaced}
+    table = {
+        # Replaced only for complex arguments: a graph with no complex value skips the
+        # lowering and goes to Inductor as it is, whose lowering asserts that every
+        # op in its own table was decomposed (``sgn``/``lerp`` of real tensors failed).
+        op: (_unless_complex(fn) if getattr(op, "overloadpacket", None) in replaced else fn)
+        for op, fn in select_decomp_table().items()
+    }
     table[torch.ops.aten.view_as_complex.default] = _view_as_complex_of_bfloat16
     return table
+
+
+def _unless_complex(decomposition: Callable[..., Any]) -> Callable[..., Any]:
+    """``decomposition``, declined (``NotImplemented``: the op stays) when an argument is complex."""
+
+    def decompose(*args: Any, **kwargs: Any) -> Any:
+        values = tree_flatten((args, kwargs))[0]
+        if any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in values):
+            return NotImplemented
+        return decomposition(*args, **kwargs)
+
+    return decompose
 
 
 def _view_as_complex_of_bfloat16(x: Tensor) -> Any:
