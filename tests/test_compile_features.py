@@ -300,3 +300,59 @@ def test_inductor_adjustments_take_effect():
     assert "at::vec::cast<float>" in code, "vectorized bitcasts did not take effect"
     assert ".expm1()" in code and ".exp() - " not in code, "accurate expm1 did not take effect"
     torch.testing.assert_close(out, torch.expm1(x * 2))
+
+
+# -- nested compile regions (Note [Nested compile regions]) ---------------------------------------
+
+
+@torch.compiler.nested_compile_region
+def _nls_step(psi: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    psi = torch.fft.ifft(torch.exp(-1j * k**2 * 1e-2) * torch.fft.fft(psi))
+    return psi * torch.exp(1j * psi.abs() ** 2 * 1e-2)
+
+
+def _nls_solve(psi: torch.Tensor, k: torch.Tensor, steps: int = 5) -> torch.Tensor:
+    for _ in range(steps):
+        psi = _nls_step(psi, k)
+    return psi
+
+
+def test_nested_compile_region_is_one_real_subgraph():
+    from torchcx.explain import _capture
+
+    psi, k = torch.randn(3, 16, dtype=torch.complex64), torch.randn(16)
+    torch._dynamo.reset()
+    with _capture() as report:
+        out = torchcx.compile(_nls_solve)(psi, k)
+    with torch.compiler.set_stance("force_eager"):
+        expected = _nls_solve(psi, k)
+    torch.testing.assert_close(out, expected)
+    (graph,) = [g.real_graph for g in report.graphs if g.real_graph is not None]
+    calls = [n for n in graph.graph.nodes if n.target is torch.ops.higher_order.invoke_subgraph]
+    assert len(calls) == 5
+    # one real subgraph, called five times (not five copies of the step)
+    assert len({n.args[0].target for n in calls}) == 1
+    assert not any(n.target is torch.ops.aten.exp.default for n in graph.graph.nodes)
+
+
+def test_nested_compile_region_gradients_match_eager():
+    @torch.compiler.nested_compile_region
+    def layer(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(z @ w) * z.conj()
+
+    def net(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        for _ in range(3):
+            z = layer(z, w)
+        return z.abs().sum()
+
+    z = torch.randn(3, 4, dtype=torch.complex64, requires_grad=True)
+    w = (0.3 * torch.randn(4, 4, dtype=torch.complex64)).requires_grad_()
+    torch._dynamo.reset()
+    loss = torchcx.compile(net)(z, w)
+    grads = torch.autograd.grad(loss, (z, w))
+    with torch.compiler.set_stance("force_eager"):
+        expected_loss = net(z, w)
+        expected = torch.autograd.grad(expected_loss, (z, w))
+    torch.testing.assert_close(loss, expected_loss)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want)
