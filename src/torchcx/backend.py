@@ -689,7 +689,14 @@ class _Lowering:
         if self.report.kind == "backward":
             real = iter(body(*flat))  # inlined: see the Note
         else:
-            real = iter(torch.ops.higher_order.invoke_subgraph(body, f"torchcx_{identifier}", *flat))
+            # traced once per region into a real graph: handed the Python body, invoke_subgraph
+            # retraces it (every op through torchcx's tables) at each call to infer its schema
+            from torch._higher_order_ops.utils import materialize_as_graph
+
+            regions = self.__dict__.setdefault("_regions", {})
+            if identifier not in regions:
+                regions[identifier] = materialize_as_graph(body, tuple(flat))
+            real = iter(torch.ops.higher_order.invoke_subgraph(regions[identifier], f"torchcx_{identifier}", *flat))
         return tuple(ComplexTensor(next(real), next(real)) if c else next(real) for c in complex_result)
 
     def _execute(self, gm: fx.GraphModule, inputs: list[Any]) -> list[Any]:
