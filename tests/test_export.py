@@ -223,6 +223,37 @@ def test_dynamic_batch(complex_io: str) -> None:
     torch.testing.assert_close(_pairs(got), _pairs(expected), rtol=1e-5, atol=1e-5)
 
 
+class _RopeUpTo(torch.nn.Module):
+    """LLaMA's rotary embedding for any sequence up to ``max_seq`` (freqs_cis sliced to it)."""
+
+    def __init__(self, head_dim: int, max_seq: int) -> None:
+        super().__init__()
+        from export_programs import precompute_freqs_cis
+
+        self.register_buffer("freqs_cis", precompute_freqs_cis(head_dim, max_seq))
+
+    def forward(self, xq: torch.Tensor) -> torch.Tensor:
+        seq = xq.shape[1]
+        x = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+        freqs = self.freqs_cis[:seq].view(1, seq, 1, x.shape[-1])
+        return torch.view_as_real(x * freqs).flatten(3).type_as(xq)
+
+
+def test_dynamic_batch_and_sequence_rope_in_aoti(tmp_path: Path) -> None:
+    """An LLM's rotary embedding exported once for every batch and sequence length, run by AOTInductor."""
+    module = _RopeUpTo(16, 64)
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=64)
+    ep = torchcx.export(module, (torch.randn(2, 8, 2, 16),), dynamic_shapes=({0: batch, 1: seq},))
+    runner = torch._inductor.aoti_load_package(
+        torchcx.aoti_compile_and_package(ep, package_path=str(tmp_path / "rope.pt2"))
+    )
+    for shape in [(3, 5, 2, 16), (1, 64, 2, 16)]:
+        x = torch.randn(*shape)
+        expected = module(x)
+        torch.testing.assert_close(ep.module()(x), expected)
+        torch.testing.assert_close(runner(x), expected)
+
+
 @pytest.mark.parametrize("complex_io", ["complex", "real"])
 def test_input_mutation(complex_io: str) -> None:
     def scale_(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
