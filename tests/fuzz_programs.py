@@ -1,0 +1,702 @@
+"""Differential fuzzing: random straight-line complex programs, run eagerly and under ``torchcx.compile``.
+
+A program is data (``Program``: input specs and a list of ``Step``s, each an op
+name, the names of the values it reads and literal parameters), so hypothesis
+shrinks it step by step, and ``Program.to_source()`` prints it as a Python
+module a user can paste. That source is also what runs: ``run_program`` execs
+it, so the printed program is exactly the one that failed.
+
+Generation runs each candidate step eagerly on the program's own inputs and
+keeps it only if eager accepts it: every generated program is one eager
+PyTorch (or eager torchcx, for ComplexTensor inputs) runs, and shapes, dtypes
+and in-place legality never need to be modelled here.
+
+The comparison reuses ``compile_harness`` (values, dtypes, shapes,
+requires_grad, input mutations, aliasing with inputs including view
+metadata, aliasing among outputs, real-only graphs), and adds exact nan/inf
+positions per part and, for a third of the programs, input gradients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+from torch.utils._pytree import tree_flatten
+
+import torchcx
+from compile_harness import alias_map, assert_values, record_inductor_graphs, storages, to_comparable
+from torchcx import ComplexTensor
+
+#: Campaign knobs (docs/semantics.md, "Differential fuzzing").
+EXAMPLES_ENV = "TORCHCX_FUZZ_EXAMPLES"
+SEED_ENV = "TORCHCX_FUZZ_SEED"
+
+NATIVE_KINDS = ("c64", "c128")
+LOWP_KINDS = ("bf16", "f16")
+REAL_KINDS = ("f32", "f64", "i64")
+
+#: Every op or input the generator leaves out, and why (Documented limitations
+#: in docs/limitations.md, or a divergence the fuzzer found that is not fixed).
+#: ``kinds`` restricts an exclusion to programs with those input kinds.
+EXCLUSIONS: list[dict[str, Any]] = [
+    {
+        "what": "torch.view_as_real of a ComplexTensor",
+        "kinds": LOWP_KINDS,
+        "reason": "limitations.md 'view_as_real of a planar ComplexTensor': eager returns a RealView "
+        "(read as a copy), compiled replays aliasing; documented difference, not a bug",
+    },
+    {
+        "what": "ill-conditioned ops (log, sqrt, reciprocal, div, angle, sgn, tan-like) with bfloat16/float16 parts",
+        "kinds": LOWP_KINDS,
+        "reason": "the low-precision tolerance is a per-op ulp bound for well-conditioned ops; near a pole "
+        "or branch point one ulp of input moves the result arbitrarily, so no ulp bound is an honest check",
+    },
+    {
+        "what": "gradients of programs with ComplexTensor inputs",
+        "kinds": LOWP_KINDS,
+        "reason": "gradients are checked on native complex64/complex128 programs; bfloat16 gradients have "
+        "no tolerance model beyond the forward's",
+    },
+    {
+        "what": "matmul/einsum/vdot of operands of different dtypes",
+        "kinds": None,
+        "reason": "eager's einsum skips its dtype check when an operand is empty; Dynamo's fake tensors "
+        "(stock torch.compile too) raise 'expected scalar type'. PyTorch's difference, not torchcx's",
+    },
+    {
+        "what": ".real/.imag/view_as_real after an in-place op, in programs with conj views",
+        "kinds": None,
+        "reason": "PyTorch's functionalization: `b.conj().mul_(3); b.real`, and `c.exp_(); c.imag` of a "
+        "conj-view input c, fail under stock torch.compile too (aot_eager: view_as_real of an unresolved "
+        "conjugate); not torchcx's",
+    },
+    {
+        "what": "gradients of programs with a transposed complex128 input",
+        "kinds": None,
+        "reason": "torchcx divergence (not fixed): `torch.exp(c)` of c = randn(4, 2, complex128).mT with "
+        "requires_grad compiles, but backward raises 'expected size 2==2, stride 8==2 at dim=0' "
+        "(the saved output's strides); complex64, strided, offset and conj inputs pass",
+    },
+    {
+        "what": ".real/.imag in programs with ComplexTensor inputs",
+        "kinds": LOWP_KINDS,
+        "reason": "torchcx divergence (not fixed): returning `z.real` of a planar ComplexTensor input "
+        "(any part dtype) raises InternalTorchDynamoError 'view(dtype=...) of a ComplexTensor needs its "
+        "parts in one interleaved buffer'; eager returns a view of z.re",
+    },
+    {
+        "what": "programs whose eager backward fails (an in-place op on a tensor saved for backward)",
+        "kinds": None,
+        "reason": "eager raises at backward, AOTAutograd (stock torch.compile too) at the compiled call: "
+        "the same error, raised earlier",
+    },
+    {
+        "what": "returning the source of a copy_ into an input (v0 = -a; a.copy_(v0); return a, v0)",
+        "kinds": None,
+        "reason": "torchcx divergence (not fixed): compiled v0 is a's memory (aliases the input), eager's "
+        "v0 is a fresh tensor; stock torch.compile matches eager",
+    },
+    {
+        "what": "returning an in-place result together with its target (v1 = v0.add_(a); return v1, v0)",
+        "kinds": None,
+        "reason": "torchcx divergence (not fixed): eager returns one tensor twice, compiled two separate "
+        "tensors (aliasing among outputs lost); stock torch.compile matches eager",
+    },
+    {
+        "what": "nan/inf inputs in programs that check gradients",
+        "kinds": None,
+        "reason": "PyTorch: where nan/inf reach a gradient depends on the backward formula, and compiled "
+        "formulas differ from eager's: the gradient of prod([nan, 1+2j, ...]) is nan everywhere eagerly, "
+        "finite at the nan under stock torch.compile (Inductor) and torchcx alike; found again through "
+        "cumsum/mul_ of an -inf input. Special values are checked in the forward programs",
+    },
+    {
+        "what": "the parts of non-finite complex results (compared by C99 class per element instead)",
+        "kinds": None,
+        "reason": "limitations.md 'Special values follow NumPy': eager's add computes b*alpha as a complex "
+        "product, so (-inf+0j)+(-inf+0j) is (-inf+nanj) eagerly and (-inf+0j) in NumPy and torchcx",
+    },
+    {
+        "what": "nan/inf input values with bfloat16/float16 parts",
+        "kinds": LOWP_KINDS,
+        "reason": "limitations.md 'Special values follow NumPy': special values are checked on native "
+        "complex programs, where eager is the reference",
+    },
+]
+
+#: Matrix products whose operands must share a dtype (see EXCLUSIONS).
+SAME_DTYPE_OPS = {"matmul", "einsum", "vdot"}
+
+#: Ops whose condition number is unbounded on the inputs' range (see EXCLUSIONS).
+ILL_CONDITIONED = {"log", "sqrt", "reciprocal", "div", "angle", "sgn", "scalar_div", "rsqrt", "sigmoid", "tanh"}
+
+
+@dataclass(frozen=True)
+class Op:
+    """An op: its source template over values ``{0}``, ``{1}``... and params ``{p}``, and what it does."""
+
+    name: str
+    arity: int
+    template: str
+    params: Callable[[Any, list[torch.Tensor]], dict[str, str]] | None = None
+    inplace: bool = False  # writes its first argument (which may be an input or a view of one)
+    value: bool = True  # the line assigns a new value
+    needs_complex: bool = False
+
+
+def _dim(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    n = max(xs[0].dim(), 1)
+    return {"d": str(draw(st.integers(-n, n - 1)))}
+
+
+def _dims2(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    n = max(xs[0].dim(), 1)
+    return {"d": str(draw(st.integers(-n, n - 1))), "e": str(draw(st.integers(-n, n - 1)))}
+
+
+#: Python complex (and real) scalars a program multiplies by or adds.
+SCALARS = ("2j", "(0.5-1.5j)", "-1.0", "3", "(1+0j)", "0.25")
+
+
+def _scalar(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    return {"c": draw(st.sampled_from(SCALARS))}
+
+
+def _slice(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    return {"s": draw(st.sampled_from(("1:", "::2", ":-1", "..., 1:", "..., :1", "None")))}
+
+
+def _index(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    return {"i": draw(st.sampled_from(("0", "-1", "1")))}
+
+
+def _idx_tensor(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    return {"t": draw(st.sampled_from(("[0]", "[1, 0]", "[0, 0, 1]", "[-1]")))}
+
+
+def _fft(draw: Any, xs: list[torch.Tensor]) -> dict[str, str]:
+    n = max(xs[0].dim(), 1)
+    extra = draw(st.sampled_from(("", ", norm='ortho'", ", n=3", ", n=1")))
+    return {"d": str(draw(st.integers(-n, n - 1))), "x": extra}
+
+
+OPS: dict[str, Op] = {
+    op.name: op
+    for op in [
+        # pointwise
+        Op("neg", 1, "-{0}"),
+        Op("conj", 1, "{0}.conj()"),
+        Op("conj_physical", 1, "torch.conj_physical({0})"),
+        Op("exp", 1, "torch.exp({0})"),
+        Op("log", 1, "torch.log({0})"),
+        Op("sqrt", 1, "torch.sqrt({0})"),
+        Op("sin", 1, "torch.sin({0})"),
+        Op("tanh", 1, "torch.tanh({0})"),
+        Op("sigmoid", 1, "torch.sigmoid({0})"),
+        Op("reciprocal", 1, "torch.reciprocal({0})"),
+        Op("rsqrt", 1, "torch.rsqrt({0})"),
+        Op("abs", 1, "{0}.abs()"),
+        Op("angle", 1, "torch.angle({0})"),
+        Op("sgn", 1, "torch.sgn({0})"),
+        Op("square", 1, "{0} * {0}"),
+        Op("isfinite", 1, "torch.isfinite({0})"),
+        Op("real", 1, "{0}.real", needs_complex=True),
+        Op("imag", 1, "{0}.imag", needs_complex=True),
+        Op("scalar_mul", 1, "{0} * {c}", _scalar),
+        Op("scalar_add", 1, "{0} + {c}", _scalar),
+        Op("scalar_rsub", 1, "{c} - {0}", _scalar),
+        Op("scalar_div", 1, "{0} / {c}", _scalar),
+        Op("add", 2, "{0} + {1}"),
+        Op("sub", 2, "{0} - {1}"),
+        Op("mul", 2, "{0} * {1}"),
+        Op("div", 2, "{0} / {1}"),
+        Op("make_complex", 2, "torch.complex({0}, {1})"),
+        # reductions
+        Op("sum_all", 1, "{0}.sum()"),
+        Op("sum_dim", 1, "{0}.sum(dim={d})", _dim),
+        Op("mean_dim", 1, "{0}.mean(dim={d}, keepdim=True)", _dim),
+        Op("prod_dim", 1, "{0}.prod(dim={d})", _dim),
+        Op("cumsum", 1, "torch.cumsum({0}, dim={d})", _dim),
+        Op("vector_norm", 1, "torch.linalg.vector_norm({0})"),
+        # matrix products
+        Op("matmul_t", 1, "{0} @ {0}.mT"),
+        Op("matmul", 2, "{0} @ {1}"),
+        Op("einsum", 2, "torch.einsum('...ij,...kj->...ik', {0}, {1})"),
+        Op("vdot", 2, "torch.vdot({0}.flatten(), {1}.flatten())"),
+        # FFTs
+        Op("fft", 1, "torch.fft.fft({0}, dim={d}{x})", _fft),
+        Op("ifft", 1, "torch.fft.ifft({0}, dim={d}{x})", _fft),
+        Op("fft2", 1, "torch.fft.fft2({0})"),
+        Op("rfft", 1, "torch.fft.rfft({0}, dim={d}{x})", _fft),
+        # views and indexing
+        Op("transpose", 1, "{0}.transpose({d}, {e})", _dims2),
+        Op("mT", 1, "{0}.mT"),
+        Op("slice", 1, "{0}[{s}]", _slice),
+        Op("select", 1, "{0}[{i}]", _index),
+        Op("unsqueeze", 1, "{0}.unsqueeze({d})", _dim),
+        Op("flatten", 1, "{0}.flatten()"),
+        Op("reshape", 1, "{0}.reshape(-1, 1)"),
+        Op("diagonal", 1, "{0}.diagonal(dim1=-2, dim2=-1)"),
+        Op("expand", 1, "{0}.expand(2, *{0}.shape)"),
+        Op("view_as_real", 1, "torch.view_as_real({0})", needs_complex=True),
+        Op("view_as_complex", 1, "torch.view_as_complex({0})"),
+        Op("index_tensor", 1, "{0}[torch.tensor({t})]", _idx_tensor),
+        Op("index_select", 1, "{0}.index_select({d}, torch.tensor([0]))", _dim),
+        Op("masked_fill", 1, "{0}.masked_fill({0}.abs() > 1, {c})", _scalar),
+        Op("boolean_mask", 1, "{0}[{0}.abs() > 1]"),
+        # cat / stack / where
+        Op("cat", 2, "torch.cat([{0}, {1}], dim={d})", _dim),
+        Op("stack", 2, "torch.stack([{0}, {1}])"),
+        Op("where", 2, "torch.where({0}.abs() > 1, {0}, {1})"),
+        Op("where_scalar", 1, "torch.where({0}.real > 0, {0}, {c})", _scalar),
+        # in place, on inputs, views of inputs and intermediates
+        Op("add_", 2, "{0}.add_({1})", inplace=True),
+        Op("mul_", 2, "{0}.mul_({1})", inplace=True),
+        Op("mul_scalar_", 1, "{0}.mul_({c})", _scalar, inplace=True),
+        Op("copy_", 2, "{0}.copy_({1})", inplace=True),
+        Op("zero_", 1, "{0}.zero_()", inplace=True),
+        Op("exp_", 1, "{0}.exp_()", inplace=True),
+        Op("slice_mul_", 1, "{0}[{s}].mul_({c})", lambda d, xs: _slice(d, xs) | _scalar(d, xs), inplace=True),
+        Op("conj_mul_", 1, "{0}.conj().mul_({c})", _scalar, inplace=True),
+        Op("setitem", 2, "{0}[{i}] = {1}", _index, inplace=True, value=False),
+        # control
+        Op("graph_break", 0, "torch._dynamo.graph_break()", value=False),
+    ]
+}
+
+#: How many roundings an op contributes to the error bound (reductions and
+#: products over at most 4 elements sum up to 4 terms; an FFT of up to 4 points
+#: has 2 butterfly levels, each a sum and a twiddle product).
+OP_WEIGHT = {
+    "sum_all": 4,
+    "sum_dim": 4,
+    "mean_dim": 4,
+    "prod_dim": 4,
+    "cumsum": 4,
+    "vector_norm": 4,
+    "matmul_t": 4,
+    "matmul": 4,
+    "einsum": 4,
+    "vdot": 4,
+    "fft": 4,
+    "ifft": 4,
+    "fft2": 8,
+    "rfft": 4,
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input: its kind (c64, c128, bf16, f16, f32, f64, i64), shape and layout."""
+
+    kind: str
+    shape: tuple[int, ...]
+    layout: str  # contiguous, transposed, offset, strided, conj, view_as_complex
+    special: str | None = None  # "nan" / "inf" / "-inf": written into the first element's real part
+
+    def source(self, name: str, grad: bool) -> str:
+        s = self.shape
+        shape = repr(s)  # torch.randn((), ...) is a 0-d tensor
+        if self.kind in LOWP_KINDS:
+            dt = {"bf16": "torch.bfloat16", "f16": "torch.float16"}[self.kind]
+            parts = [f"torch.randn({shape}, generator=g).to({dt})" for _ in range(2)]
+            if self.layout == "transposed":  # non-contiguous parts
+                parts = [f"torch.randn({s[::-1]!r}, generator=g).to({dt}).mT" for _ in range(2)]
+            return f"{name} = torchcx.complex({parts[0]}, {parts[1]})"
+        if self.kind == "i64":
+            expr = f"torch.randint(-3, 4, {shape}, generator=g)"
+        else:
+            dt = {"c64": "torch.complex64", "c128": "torch.complex128", "f32": "torch.float32", "f64": "torch.float64"}[
+                self.kind
+            ]
+            if self.layout == "transposed":
+                expr = f"torch.randn({s[::-1]!r}, dtype={dt}, generator=g).mT"
+            elif self.layout == "offset":
+                expr = f"torch.randn({(s[0] + 1, *s[1:])!r}, dtype={dt}, generator=g)[1:]"
+            elif self.layout == "strided":
+                expr = f"torch.randn({(2 * s[0], *s[1:])!r}, dtype={dt}, generator=g)[::2]"
+            elif self.layout == "conj":
+                expr = f"torch.randn({shape}, dtype={dt}, generator=g).conj()"
+            elif self.layout == "view_as_complex":
+                real = {"c64": "torch.float32", "c128": "torch.float64"}[self.kind]
+                expr = f"torch.view_as_complex(torch.randn({(*s, 2)!r}, dtype={real}, generator=g))"
+            else:
+                expr = f"torch.randn({shape}, dtype={dt}, generator=g)"
+        lines = f"{name} = {expr}"
+        if self.special is not None and self.kind in ("c64", "c128", "f32", "f64") and math.prod(s) > 0:
+            # Written through the view, as a user would (a conj view stores the conjugate).
+            lines += f"\n{name}[{(0,) * len(s)}] = float('{self.special}')"
+        if grad and self.kind in ("c64", "c128", "f32", "f64"):
+            lines += f"\n{name}.requires_grad_()"
+        return lines
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    args: tuple[str, ...]
+    params: tuple[tuple[str, str], ...]
+    out: str | None
+
+    def source(self) -> str:
+        op = OPS[self.op]
+        expr = op.template.format(*self.args, **dict(self.params))
+        return f"{self.out} = {expr}" if self.out is not None else expr
+
+
+@dataclass
+class Program:
+    inputs: list[InputSpec]
+    seed: int
+    grad: bool
+    steps: list[Step] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [chr(ord("a") + i) for i in range(len(self.inputs))]
+
+    @property
+    def lowp(self) -> bool:
+        return any(i.kind in LOWP_KINDS for i in self.inputs)
+
+    def make_inputs_source(self) -> str:
+        body = [f"g = torch.Generator().manual_seed({self.seed})"]
+        body += [spec.source(n, self.grad) for n, spec in zip(self.names, self.inputs)]
+        body.append(f"return {', '.join(self.names)}{',' if len(self.names) == 1 else ''}")
+        return "def make_inputs():\n" + "".join(f"    {line}\n" for line in "\n".join(body).split("\n"))
+
+    def fn_source(self, steps: list[Step] | None = None, outputs: list[str] | None = None) -> str:
+        steps = self.steps if steps is None else steps
+        outputs = self.outputs if outputs is None else outputs
+        body = [s.source() for s in steps]
+        body.append(f"return ({', '.join(outputs)}{',' if len(outputs) == 1 else ''})")
+        return f"def f({', '.join(self.names)}):\n" + "".join(f"    {line}\n" for line in body)
+
+    def to_source(self) -> str:
+        """The program as a module a user can paste: inputs, the function, and the call that compares."""
+        return (
+            "import torch\nimport torchcx\n\n\n"
+            + self.make_inputs_source()
+            + "\n\n"
+            + self.fn_source()
+            + "\n\n# eager: f(*make_inputs())   compiled: torchcx.compile(f)(*make_inputs())"
+            + ("   (gradients checked)" if self.grad else "")
+            + "\n"
+        )
+
+    def __repr__(self) -> str:
+        return "\n" + self.to_source()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis prints a falsifying example with IPython's pretty printer,
+        # which would show the dataclass fields instead of the program.
+        printer.text(repr(self))
+
+    @property
+    def n_roundings(self) -> int:
+        return 1 + sum(OP_WEIGHT.get(s.op, 1) for s in self.steps)
+
+
+def _namespace(source: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {"torch": torch, "torchcx": torchcx}
+    exec(compile(source, "<fuzz program>", "exec"), ns)  # noqa: S102 (the program is the test's own)
+    return ns
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    # Generation runs thousands of candidate lines eagerly; their warnings
+    # (complex32 is experimental, ...) are about eager PyTorch, not torchcx.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _values(ns: dict[str, Any], names: list[str]) -> list[tuple[str, Any]]:
+    return [(n, ns[n]) for n in names if isinstance(ns.get(n), torch.Tensor)]
+
+
+def _is_complex(t: torch.Tensor) -> bool:
+    return isinstance(t, ComplexTensor) or t.is_complex()
+
+
+def _allowed_ops(prog: Program) -> list[str]:
+    ops = [name for name in OPS if name != "graph_break"]
+    if prog.lowp:
+        ops = [o for o in ops if o not in ILL_CONDITIONED and o not in ("view_as_real", "real", "imag")]
+    return ops + ["graph_break"]
+
+
+def _eager_ok(prog: Program, steps: list[Step], outputs: list[str]) -> dict[str, Any] | None:
+    """The eager namespace after ``steps`` (None if eager refuses them)."""
+    # Run the body line by line in one namespace, so the values stay inspectable.
+    ns = _namespace(prog.make_inputs_source())
+    env: dict[str, Any] = {"torch": torch, "torchcx": torchcx}
+    with _quiet():
+        try:
+            env.update(zip(prog.names, ns["make_inputs"]()))
+            for s in steps:
+                if s.op == "graph_break":
+                    continue
+                exec(s.source(), env)  # noqa: S102
+            if prog.grad:  # (EXCLUSIONS: eager's backward must work on every value)
+                loss = _loss([v for n, v in env.items() if n[0] == "v" and isinstance(v, torch.Tensor)])
+                leaves = [env[n] for n in prog.names if env[n].requires_grad]
+                if loss is not None and leaves:
+                    torch.autograd.grad(loss, leaves, allow_unused=True)
+        except Exception:
+            return None
+    return env
+
+
+def _conj_mutated(prog: Program) -> bool:
+    """Whether the program so far may have written through a conjugate view (see EXCLUSIONS)."""
+    conj = any(i.layout == "conj" for i in prog.inputs) or any(s.op in ("conj", "conj_mul_") for s in prog.steps)
+    return conj and any(OPS[s.op].inplace for s in prog.steps)
+
+
+@st.composite
+def input_specs(draw: Any, grad: bool, allow_lowp: bool) -> InputSpec:
+    kinds = NATIVE_KINDS * 3 + REAL_KINDS + (LOWP_KINDS if allow_lowp and not grad else ())
+    kind = draw(st.sampled_from(kinds))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=3)))
+    layouts = ["contiguous"]
+    if len(shape) >= 2:
+        layouts.append("transposed")
+    if kind in NATIVE_KINDS + ("f32", "f64") and len(shape) >= 1:
+        layouts += ["offset", "strided"]
+    if kind in NATIVE_KINDS:
+        layouts += ["conj", "view_as_complex"]
+    if grad and kind == "c128" and "transposed" in layouts:
+        layouts.remove("transposed")  # (EXCLUSIONS)
+    layout = draw(st.sampled_from(layouts))
+    special = None
+    if kind not in LOWP_KINDS and not grad and draw(st.integers(0, 5)) == 0:  # (EXCLUSIONS)
+        special = draw(st.sampled_from(("nan", "inf", "-inf")))
+    return InputSpec(kind, shape, layout, special)
+
+
+@st.composite
+def programs(draw: Any, max_steps: int = 6) -> Program:
+    """A random straight-line program over 1-3 inputs with 2-6 steps that eager runs."""
+    grad = draw(st.integers(0, 2)) == 0  # a third of the programs check gradients
+    n_inputs = draw(st.integers(1, 3))
+    allow_lowp = draw(st.integers(0, 3)) == 0
+    specs = [draw(input_specs(grad, allow_lowp)) for _ in range(n_inputs)]
+    if any(s.kind in LOWP_KINDS for s in specs):
+        # (EXCLUSIONS: special values are checked on native programs)
+        specs = [InputSpec(s.kind, s.shape, s.layout, None) for s in specs]
+    prog = Program(specs, draw(st.integers(0, 2**16 - 1)), grad)
+    env = _eager_ok(prog, [], [])
+    if env is None:  # an input eager cannot make (cannot happen; keep generation total)
+        env = {}
+    ops = _allowed_ops(prog)
+    value_names = list(prog.names)
+    n_steps = draw(st.integers(2, max_steps))
+    for k in range(n_steps):
+        for _attempt in range(4):
+            name = draw(st.sampled_from(ops))
+            op = OPS[name]
+            vals = _values(env, value_names)
+            if not vals and op.arity:
+                break
+            args = [draw(st.sampled_from([n for n, _ in vals])) for _ in range(op.arity)]
+            if op.needs_complex and not _is_complex(env[args[0]]):
+                continue
+            if name in SAME_DTYPE_OPS and len({env[a].dtype for a in args}) > 1:
+                continue  # (EXCLUSIONS)
+            if name in ("real", "imag", "view_as_real") and _conj_mutated(prog):
+                continue  # (EXCLUSIONS)
+            tensors = [env[a] for a in args]
+            params = tuple(sorted(op.params(draw, tensors).items())) if op.params else ()
+            out = f"v{k}" if op.value else None
+            step = Step(name, tuple(args), params, out)
+            new_env = _eager_ok(prog, [*prog.steps, step], [])
+            if new_env is None:
+                continue
+            prog.steps.append(step)
+            env = new_env
+            if out is not None:
+                value_names.append(out)
+            break
+    candidates = [n for n, _ in _values(env, value_names)]
+    # Outputs: the last value always, plus up to two more (inputs included, repeats allowed),
+    # so outputs alias inputs and each other.
+    last = [n for n in candidates if n.startswith("v")][-1:] or candidates[:1]
+    more = draw(st.lists(st.sampled_from(candidates), max_size=2)) if candidates else []
+    outputs = last + more
+    # (EXCLUSIONS: the source of a copy_, and an in-place result returned with its target)
+    copied = {st_.args[1] for st_ in prog.steps if st_.op == "copy_"}
+    pairs = [(st_.out, st_.args[0]) for st_ in prog.steps if OPS[st_.op].inplace and st_.out is not None]
+    outputs = [o for o in outputs if o not in copied]
+    for out, target in pairs:
+        if out in outputs and target in outputs:
+            outputs = [o for o in outputs if o != target]
+    prog.outputs = outputs or [n for n in prog.names if n not in copied][:1] or prog.names[:1]
+    return prog
+
+
+# --- the comparison ---------------------------------------------------------------------------------
+
+
+def _parts(t: torch.Tensor) -> torch.Tensor:
+    t = to_comparable(t.detach())
+    if t.is_complex():
+        return torch.view_as_real(t.resolve_conj())
+    return t
+
+
+def _c99_class(t: torch.Tensor) -> torch.Tensor:
+    """Per element: 0 finite, 1 nan, 2 infinite (C99 Annex G: a complex value with an infinite part is infinite)."""
+    p = _parts(t)
+    if t.is_complex() or isinstance(t, ComplexTensor):
+        inf, nan = p.isinf().any(-1), p.isnan().any(-1)
+        return torch.where(inf, 2, torch.where(nan, 1, 0))
+    # Real values: exact, with the sign of infinity.
+    return torch.where(p.isnan(), 1, torch.where(p.isposinf(), 2, torch.where(p.isneginf(), 3, 0)))
+
+
+def assert_close_special(actual: Any, expected: Any, rtol: float, atol: float) -> None:
+    """``assert_values`` (compile_harness), with nan and inf at the same positions exactly.
+
+    Real values: nan, +inf and -inf at the same positions. Complex values: the
+    same C99 class (finite, nan, infinite) per element, and the parts of
+    non-finite elements are not compared (limitations.md 'Special values follow
+    NumPy': eager's kernels give e.g. (-inf+nanj) for -inf+(-inf+0j)*(1+0j)'s
+    alpha product where NumPy and torchcx give (-inf+0j)); see EXCLUSIONS.
+    """
+    a, spec = tree_flatten(actual)
+    e, _ = tree_flatten(expected)
+    assert len(a) == len(e), f"{len(a)} outputs, expected {len(e)}"
+    a2, e2 = list(a), list(e)
+    for i, (x, y) in enumerate(zip(a, e)):
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)) or x.shape != y.shape:
+            continue
+        if not (x.is_floating_point() or x.is_complex() or isinstance(x, ComplexTensor)):
+            continue
+        cx, cy = _c99_class(x), _c99_class(y)
+        assert torch.equal(cx, cy), f"nan/inf positions differ:\n{x}\nvs eager\n{y}"
+        if (x.is_complex() and y.is_complex()) and not isinstance(x, ComplexTensor) and bool((cx > 0).any()):
+            mask = cx > 0
+            xx, yy = x.detach().resolve_conj().clone(), y.detach().resolve_conj().clone()
+            xx[mask], yy[mask] = 0, 0
+            a2[i] = xx.requires_grad_(x.requires_grad)
+            e2[i] = yy.requires_grad_(y.requires_grad)
+    assert_values(a2, e2, rtol, atol)
+
+
+def output_aliasing(outputs: Any) -> list[tuple[int, ...]]:
+    """For each output: the earlier outputs it shares memory with (a ComplexTensor: either part).
+
+    compile_harness.output_alias_map compares each part of a ComplexTensor on
+    its own, so whether a fresh result's re and im share one buffer (its
+    layout, which the contract leaves open: eager's bfloat16 matmul makes two
+    buffers, the compiled one an interleaved pair) reads as aliasing there.
+    """
+    found = [{s for s, _ in storages(o)} for o in tree_flatten(outputs)[0] if isinstance(o, torch.Tensor)]
+    return [tuple(j for j in range(i) if found[i] & found[j]) for i in range(len(found))]
+
+
+def _magnitude(*trees: Any) -> float:
+    """The largest finite magnitude among the given values (the scale of absolute rounding errors)."""
+    m = 1.0
+    for t in tree_flatten(trees)[0]:
+        if isinstance(t, torch.Tensor) and t.numel():
+            p = _parts(t).double().abs()
+            p = p[torch.isfinite(p)]
+            if p.numel():
+                m = max(m, p.max().item())
+    return m
+
+
+def tolerances(prog: Program, scale: float) -> tuple[float, float]:
+    """(rtol, atol) from error analysis, for a program of ``prog.n_roundings`` roundings.
+
+    Native complex: torch.testing.assert_close's defaults per op (complex64
+    1.3e-6 / 1e-5, complex128 1e-7 / 1e-7), times the number of roundings,
+    with atol relative to the program's largest magnitude (a sum that cancels
+    keeps its operands' absolute error). Parts of bfloat16/float16: each op
+    rounds once (relative error u per part; a complex product or sum of parts
+    adds at most 2u), eager and compiled each carry such an error, and the
+    ops admitted are well-conditioned (EXCLUSIONS): 2 * 2u per rounding.
+    """
+    k = prog.n_roundings
+    kinds = {i.kind for i in prog.inputs}
+    if kinds & {"bf16"}:
+        u = 2.0**-8
+        return 4 * u * k, 4 * u * k * scale
+    if kinds & {"f16"}:
+        u = 2.0**-11
+        return 4 * u * k, 4 * u * k * scale
+    if kinds <= {"c128", "f64", "i64"}:
+        return 1e-7 * k, 1e-7 * k * scale
+    return 1.3e-6 * k, 1e-5 * k * scale
+
+
+def _loss(outputs: Any) -> torch.Tensor | None:
+    """A real loss that weighs every element and both parts differently (so each reaches the gradient)."""
+    total = None
+    for o in tree_flatten(outputs)[0]:
+        if not isinstance(o, torch.Tensor) or not o.requires_grad:
+            continue
+        w = torch.arange(o.numel(), dtype=torch.float64).reshape(o.shape) * 0.1 + 0.5
+        if o.is_complex():
+            part = (o * torch.complex(w, -0.3 * w).to(o.dtype)).real.sum()
+        else:
+            part = (o * w.to(o.dtype)).sum()
+        part = part.double()  # (a complex128 output's loss must not be rounded to float32)
+        total = part if total is None else total + part
+    return total
+
+
+def run_program(prog: Program) -> None:
+    """Run ``prog`` eagerly and under torchcx.compile on identical fresh inputs, and compare everything."""
+    source = prog.to_source()
+    ns = _namespace(source)
+    fn, make_inputs = ns["f"], ns["make_inputs"]  # a fresh function object per program: no stale guards
+    torch._dynamo.reset()
+    eager_in, compiled_in = make_inputs(), make_inputs()
+    compiled = torchcx.compile(fn)
+    with _quiet(), record_inductor_graphs() as recorder:
+        expected = fn(*eager_in)
+        actual = compiled(*compiled_in)
+    rtol, atol = tolerances(prog, _magnitude(expected, eager_in))
+    assert_close_special(actual, expected, rtol, atol)
+    assert_close_special(compiled_in, eager_in, rtol, atol)  # mutations of inputs
+    assert alias_map(actual, compiled_in) == alias_map(expected, eager_in), "aliasing with inputs differs from eager"
+    assert output_aliasing(actual) == output_aliasing(expected), "aliasing among outputs differs from eager"
+    assert not recorder.complex_nodes, f"complex values reached Inductor: {recorder.complex_nodes}"
+    if not prog.grad:
+        return
+    e_loss, c_loss = _loss(expected), _loss(actual)
+    if e_loss is None:
+        assert c_loss is None, "compiled outputs require grad where eager's do not"
+        return
+    leaves = [t for t in eager_in if t.requires_grad]
+    c_leaves = [t for t in compiled_in if t.requires_grad]
+    with _quiet():
+        e_grads = torch.autograd.grad(e_loss, leaves, allow_unused=True)
+        c_grads = torch.autograd.grad(c_loss, c_leaves, allow_unused=True)
+    assert [g is None for g in c_grads] == [g is None for g in e_grads], "which inputs get a gradient differs"
+    e_grads = [g for g in e_grads if g is not None]
+    c_grads = [g for g in c_grads if g is not None]
+    rtol, atol = tolerances(prog, _magnitude(expected, eager_in, e_grads))
+    assert_close_special(c_grads, e_grads, 2 * rtol, 2 * atol)  # backward: as many roundings again
+
+
+def budget(default: int) -> int:
+    return int(os.environ.get(EXAMPLES_ENV, default))
+
+
+def seed() -> int | None:
+    value = os.environ.get(SEED_ENV)
+    return int(value) if value is not None else None
