@@ -185,6 +185,8 @@ OUTPUT_ALIASES = {
     "view_as_real": lambda a: (lambda t: (t, torch.view_as_real(t)))(torch.exp(a)),
     "two_views_of_an_intermediate": lambda a: (lambda t: (t[0], t[1:].real))(a * 2),
     "views_of_two_intermediates": lambda a: (lambda t, u: (t[0], t[1], u.T, u.imag))(a + 1, a.exp()),
+    # found by the differential fuzzer: an in-place result is its target, so eager returns one tensor twice
+    "in_place_result_and_its_target": lambda a: (lambda v0: (v0.add_(a), v0))(-a),
 }
 
 

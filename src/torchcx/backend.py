@@ -459,7 +459,10 @@ class _Lowering:
                 reach[root] = reach.get(root, 0) + 1
         views: dict[int, fx.Node] = {}
         for i, (o, root) in enumerate(zip(self.outputs, roots)):
-            if i in self.aliases or o is root or reach.get(root, 0) < 2:
+            # (an output that is an earlier output's very node, ``v1 = v0.add_(a); return v1, v0``,
+            # is that output's tensor in eager: replayed as the identity view of it)
+            repeated = o is root and o in self.outputs[:i]
+            if i in self.aliases or (o is root and not repeated) or reach.get(root, 0) < 2:
                 continue
             if self._complex_dtype_of(root) is None:
                 continue  # real views of a real value stay in the real graph, where Inductor keeps them
