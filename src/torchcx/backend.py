@@ -326,6 +326,8 @@ class _Lowering:
         self.report = report
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.pairs = pairs_of is not None
+        # nested compile region identifier -> its real lowering (Note [Nested compile regions])
+        self.regions: dict[str, fx.GraphModule] = {}
         if pairs_of is not None:
             self.inputs = [
                 _Input(v.dtype, pairs_of=part) if part is not None else _Input(None)
@@ -696,10 +698,11 @@ class _Lowering:
             # retraces it (every op through torchcx's tables) at each call to infer its schema
             from torch._higher_order_ops.utils import materialize_as_graph
 
-            regions = self.__dict__.setdefault("_regions", {})
-            if identifier not in regions:
-                regions[identifier] = materialize_as_graph(body, tuple(flat))
-            real = iter(torch.ops.higher_order.invoke_subgraph(regions[identifier], f"torchcx_{identifier}", *flat))
+            if identifier not in self.regions:
+                self.regions[identifier] = materialize_as_graph(body, tuple(flat))
+            real = iter(
+                torch.ops.higher_order.invoke_subgraph(self.regions[identifier], f"torchcx_{identifier}", *flat)
+            )
         return tuple(ComplexTensor(next(real), next(real)) if c else next(real) for c in complex_result)
 
     def _execute(self, gm: fx.GraphModule, inputs: list[Any]) -> list[Any]:

@@ -34,6 +34,7 @@ decompositions, so the same numerics (bfloat16 parts in, bfloat16 parts out).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -422,8 +423,6 @@ def _varargs_dynamic_shapes(
     the same inputs; with ``complex_io="real"`` a complex input's spec gains its pair dimension."""
     if dynamic_shapes is None:
         return None
-    import inspect
-
     bound = inspect.signature(program).bind(*args, **kwargs)
     if isinstance(dynamic_shapes, dict):
         by_name = dynamic_shapes

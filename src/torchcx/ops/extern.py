@@ -33,7 +33,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .. import _layout
-from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of
+from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of, component_dtype_of
 from ._common import Op, overloads_of
 from ._registry import EXTERN_OPS, describe_args, register
 
@@ -127,17 +127,17 @@ def native_gemm_traced() -> bool:
 def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` with its native complex kernel; ComplexTensor in, ComplexTensor out."""
     low = _low_precision((args, kwargs))
-    form = _TRACED_FORM.get()
-    if _is_traced((args, kwargs)) and form == "refused":
+    form = _TRACED_FORM.get() if _is_traced((args, kwargs)) else None
+    if form == "refused":
         raise NotImplementedError(
             f"{op} ({describe_args(args, kwargs)}) has no real-arithmetic form: it runs as the native "
             "complex kernel, which a real-only graph cannot hold"
         )
-    if _is_traced((args, kwargs)) and form == "native":
+    if form == "native":
         out = tree_map(
             _from_native_traced, op(*tree_map(_to_native_traced, args), **tree_map(_to_native_traced, kwargs))
         )
-    elif _is_traced((args, kwargs)):
+    elif form == "custom_op":
         out = _call_traced(op, args, kwargs)
     else:
         out = op(*tree_map(_to_native, args), **tree_map(_to_native, kwargs))
@@ -148,7 +148,7 @@ def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 def _to_native_traced(x: Any) -> Any:
     """``x`` as a native complex tensor, by ops a trace records (``view_as_complex`` of stacked parts)."""
     if isinstance(x, ComplexTensor):
-        part = torch.float32 if x.component_dtype in (torch.float16, torch.bfloat16) else x.component_dtype
+        part = component_dtype_of(_native_dtype(x.component_dtype))
         return torch.view_as_complex(torch.stack([x.re.to(part), x.im.to(part)], dim=-1))
     if isinstance(x, RealView):
         return x.materialize()
