@@ -12,7 +12,8 @@ from torch._inductor import ir, loop_body
 from torch._inductor.utils import run_and_get_code
 
 import torchcx
-from torchcx import _inductor_patches, backend
+from torchcx import _inductor_patches
+from torchcx._boundary.report import ACTIVE_REPORTS, CompileReport
 
 
 def compile_and_count(fn, *args):
@@ -25,8 +26,8 @@ def compile_and_count(fn, *args):
         init(self, *a, **k)
         traced += len(self.graph.nodes)
 
-    report = backend.CompileReport()
-    backend._ACTIVE_REPORTS.append(report)
+    report = CompileReport()
+    ACTIVE_REPORTS.append(report)
     loop_body.LoopBodyBlock.__init__ = counting_init
     try:
         torch._dynamo.reset()
@@ -34,7 +35,7 @@ def compile_and_count(fn, *args):
             out, code = run_and_get_code(torchcx.compile(fn), *args)
     finally:
         loop_body.LoopBodyBlock.__init__ = init
-        backend._ACTIVE_REPORTS.remove(report)
+        ACTIVE_REPORTS.remove(report)
     nodes = sum(len(g.real_graph.graph.nodes) for g in report.graphs if g.real_graph is not None)
     assert traced > 0 and nodes > 0  # the hooks still see Inductor's work
     return traced, nodes, "\n".join(code), out

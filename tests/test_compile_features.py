@@ -139,9 +139,9 @@ def without_sin(monkeypatch):
 
 
 def test_fallback_warns_once_and_is_correct(without_sin):
-    from torchcx import backend
+    from torchcx._boundary import retrace
 
-    backend._WARNED.discard("aten.sin.default")
+    retrace._WARNED.discard("aten.sin.default")
     fn = lambda x: torch.sin(x) * 2 + 1j  # noqa: E731
     torch._dynamo.reset()
     with warnings.catch_warnings(record=True) as caught:

@@ -18,7 +18,9 @@ from torch._dynamo.utils import counters
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .backend import _ACTIVE_REPORTS, CompileReport, GraphReport, _has_complex, compile
+from ._boundary.report import ACTIVE_REPORTS, CompileReport, GraphReport
+from ._boundary.spec import has_complex
+from .backend import compile
 
 __all__ = ["explain", "ExplainReport"]
 
@@ -120,11 +122,11 @@ class ExplainReport:
 @contextlib.contextmanager
 def _capture() -> Iterator[CompileReport]:
     report = CompileReport()
-    _ACTIVE_REPORTS.append(report)
+    ACTIVE_REPORTS.append(report)
     try:
         yield report
     finally:
-        _ACTIVE_REPORTS.remove(report)
+        ACTIVE_REPORTS.remove(report)
 
 
 def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs: Any) -> ExplainReport:
@@ -258,7 +260,7 @@ class _ComplexOpCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if _has_complex((args, kwargs, out)):
+        if has_complex((args, kwargs, out)):
             site = _eager_site(sys._getframe(1))
             if site is not None:
                 self.ops[str(func)] += 1

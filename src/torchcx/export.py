@@ -47,8 +47,10 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import config
+from ._boundary.retrace import retrace
+from ._boundary.spec import boundary_spec
 from ._inductor_patches import inductor_patches, quiet_complex_warning
-from .backend import _REPLACED_DECOMPOSITIONS, GraphReport, _Lowering
+from .backend import _REPLACED_DECOMPOSITIONS
 from .ops._registry import EXTERN_OPS
 from .ops.extern import traced_externs
 from .tensor import ComplexTensor
@@ -310,7 +312,7 @@ def _lower(
         elif spec.kind != OutputKind.USER_OUTPUT:
             raise NotImplementedError(f"torchcx.export: outputs of kind {spec.kind.name} are not supported")
 
-    lowering = _Lowering(gm, example, strict=True, report=GraphReport(kind="export"), pairs_of=pairs_of)
+    boundary = boundary_spec(gm, example, pairs_of=pairs_of)
     form = "refused" if fft == "real" else "native"
     # gemm="vendor": the vendor's kernel for every product it exists for; "auto": the
     # compile backend's rule (Note [GEMM strategy rule]); "real": its rule without it
@@ -318,10 +320,10 @@ def _lower(
     settings = {"fft_path": fft, "matmul_strategy": strategy}
     try:
         with config.patch(**settings), traced_externs(form, native_gemm=gemm != "real"), quiet_complex_warning():
-            real_gm, _ = lowering.trace(decompositions={})
+            real_gm = retrace(gm, boundary, example, strict=True, decompositions={}).gm
     except NotImplementedError as e:
         raise NotImplementedError(f"torchcx.export: {e}") from e
-    complex_outputs = [lowering.output_dtypes[i] is not None for i in range(len(lowering.outputs))]
+    complex_outputs = [dtype is not None for dtype in boundary.output_dtypes]
     module = _RealProgram(
         real_gm,
         sources,

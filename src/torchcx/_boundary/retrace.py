@@ -1,0 +1,355 @@
+"""``retrace(graph, spec) -> real graph``: a functional complex graph retraced through the op tables.
+
+Every complex placeholder is unpacked into a ComplexTensor of its two parts (no copy:
+Note [Interleaved layouts]), every node runs through torchcx's dispatch under
+``make_fx``, and the complex results are packed back, so the traced graph holds only
+real tensors (and ``torchcx::extern`` calls for the ops that run as extern kernels).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch import Tensor
+from torch._ops import OpOverload
+from torch.utils._pytree import tree_flatten, tree_map
+
+from .. import _layout, config
+from ..ops import dispatch, resolve
+from ..ops._registry import describe_args
+from ..ops.extern import call_extern
+from ..tensor import ComplexTensor, RealView
+from .spec import BoundarySpec, complex_dtype_of, fetch_attr, has_complex, is_conj
+
+
+@dataclass
+class RealGraph:
+    """The result of a retrace: the real graph, its example inputs (the graph's, then the
+    constants) and what became of the complex ops."""
+
+    gm: fx.GraphModule
+    example_inputs: list[Any]
+    lowered: dict[str, str] = field(default_factory=dict)  # complex op -> implementation
+    fallbacks: list[str] = field(default_factory=list)  # ops run as their native kernel
+
+
+def retrace(
+    gm: fx.GraphModule,
+    spec: BoundarySpec,
+    example_inputs: Sequence[Any],
+    *,
+    strict: bool,
+    inline_regions: bool = False,
+    decompositions: dict[Any, Callable[..., Any]] | None = None,
+) -> RealGraph:
+    """The real graph of ``gm``. ``decompositions``: Inductor's by default (an exported graph
+    keeps the aten ops torchcx's implementations call: its targets decompose them).
+    ``inline_regions``: nested compile regions are inlined (backward graphs, see Note
+    [Nested compile regions])."""
+    from torch._guards import detect_fake_mode
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    real_inputs = real_example_inputs(spec, example_inputs)
+    fake_mode = detect_fake_mode(real_inputs)
+    retracer = _Retracer(gm, spec, strict=strict, inline_regions=inline_regions)
+    with fake_mode if fake_mode is not None else contextlib.nullcontext():
+        constants = [fake_mode.from_tensor(c, static_shapes=True) if fake_mode else c for c in spec.constants]
+        table = select_decomp_table() if decompositions is None else decompositions
+        real_gm = make_fx(_functionalized(retracer.run), decomposition_table=table)(*real_inputs, *constants)
+    real_gm.graph.eliminate_dead_code()
+    real_gm.recompile()
+    return RealGraph(real_gm, [*real_inputs, *constants], retracer.lowered, retracer.fallbacks)
+
+
+def real_example_inputs(spec: BoundarySpec, example_inputs: Sequence[Any]) -> list[Any]:
+    """The real graph's example inputs (the graph's own; the constants follow them)."""
+    reals = []
+    for value, input_spec in zip(example_inputs, spec.inputs):
+        if input_spec.complex_dtype is None:
+            reals.append(value)
+        elif input_spec.pairs_of is not None:
+            reals.append(torch.view_as_real(value.resolve_conj()).to(input_spec.pairs_of))
+        else:
+            reals.append(_layout.to_real(value.conj() if input_spec.conj else value))
+    return reals
+
+
+class _Retracer:
+    """The per-node work of one retrace; lives for that retrace only."""
+
+    def __init__(self, gm: fx.GraphModule, spec: BoundarySpec, *, strict: bool, inline_regions: bool) -> None:
+        self.gm, self.spec, self.strict, self.inline_regions = gm, spec, strict, inline_regions
+        self.lowered: dict[str, str] = {}
+        self.fallbacks: list[str] = []
+        # nested compile region identifier -> its real lowering (Note [Nested compile regions])
+        self.regions: dict[str, fx.GraphModule] = {}
+
+    def run(self, *flat_args: Any) -> tuple[Any, ...]:
+        spec = self.spec
+        real_args = flat_args[: len(spec.placeholders)]
+        constants = flat_args[len(spec.placeholders) :]
+        env: dict[fx.Node, Any] = {}
+        for node, value, input_spec in zip(spec.placeholders, real_args, spec.inputs):
+            if input_spec.pairs_of is not None:
+                env[node] = ComplexTensor(value.select(-1, 0), value.select(-1, 1))
+            elif input_spec.conj:
+                re, im = _layout.unpack(value, input_spec.complex_dtype)
+                env[node] = ComplexTensor(re, -im)
+            elif input_spec.complex_dtype is not None:
+                env[node] = _layout.unpack_remembering(value, input_spec.complex_dtype)
+            else:
+                env[node] = value
+        placeholder_index = {n: i for i, n in enumerate(spec.placeholders)}
+        mutations: list[tuple[int, Any]] = []
+        for node in self.gm.graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            args = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.args)
+            kwargs = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.kwargs)
+            if node.op == "get_attr":
+                slots = spec.constant_slots.get(node.target)
+                if slots is None:  # not a tensor (e.g. a submodule of a higher-order op)
+                    env[node] = fetch_attr(self.gm, node.target)
+                elif len(slots) == 2:
+                    env[node] = ComplexTensor(constants[slots[0]], constants[slots[1]])
+                else:
+                    env[node] = constants[slots[0]]
+                continue
+            if node.target is torch.ops.aten.copy_.default and node.args[0] in placeholder_index:
+                # a mutation of a graph input (kept in the graph by AOTAutograd)
+                mutations.append((placeholder_index[node.args[0]], args[1]))
+                env[node] = args[1]
+                continue
+            env[node] = self.call(node, node.target, args, kwargs)
+        results = []
+        for i, o in enumerate(spec.outputs):
+            if spec.output_slot[i] is None:
+                continue
+            value = env[o] if isinstance(o, fx.Node) else o
+            if spec.output_conj[i]:
+                value = torch.conj_physical(value)
+            results.append(self._pack_output(value, spec.output_dtypes[i]))
+        for base in spec.hidden_bases:
+            value = env[base]
+            if is_conj(base):
+                value = torch.conj_physical(value)
+            results.append(self._pack_output(value, complex_dtype_of(base)))
+        for index, value in mutations:
+            input_spec, target = spec.inputs[index], real_args[index]
+            if input_spec.complex_dtype is not None:
+                value = value if isinstance(value, ComplexTensor) else _as_complex(value, input_spec.complex_dtype)
+                target.copy_(
+                    _layout.pack(value.re, -value.im if input_spec.conj else value.im, input_spec.complex_dtype)
+                )
+            else:
+                target.copy_(value.materialize() if isinstance(value, RealView) else value)
+        return tuple(results)
+
+    def _pack_output(self, value: Any, dtype: torch.dtype | None) -> Any:
+        if self.spec.pairs and dtype is not None:
+            # parts as computed: bfloat16 parts in give bfloat16 parts out, as in eager torchcx
+            value = value if isinstance(value, ComplexTensor) else _as_complex(value, dtype)
+            return torch.stack([value.re, value.im], dim=-1)
+        if isinstance(value, ComplexTensor):
+            assert dtype is not None
+            return _layout.packed(value, dtype)
+        if isinstance(value, RealView):
+            return value.materialize()
+        return value
+
+    def call(self, node: fx.Node, target: Any, args: Any, kwargs: Any) -> Any:
+        """One node's value: a complex op through torchcx's tables (or, failing that, its
+        native kernel as an extern call), anything else as it is."""
+        if target is torch.ops.higher_order.invoke_subgraph and _touches_complex_values(args):
+            return self._invoke_subgraph(*args)
+        if not isinstance(target, OpOverload):
+            return target(*args, **kwargs)
+        if not (_touches_complex_values((args, kwargs)) or has_complex(node.meta.get("val"))):
+            return target(*args, **kwargs)
+        args = _complex_scalars_as_tensors(target, args)
+        name = str(target)
+        try:
+            impl = resolve(target)
+            if isinstance(impl, functools.partial) and impl.func.__name__ == "_not_implemented":
+                raise NotImplementedError(f"torchcx: no complex decomposition for {target}")
+            out = dispatch(target, args, kwargs)
+            self.lowered.setdefault(name, getattr(impl, "__name__", repr(impl)))
+            return out
+        except NotImplementedError as e:
+            if self.strict:
+                raise NotImplementedError(
+                    f"torchcx (strict): cannot decompose {target} with arguments ({describe_args(args, kwargs)}): {e}"
+                ) from e
+            _warn_fallback(target, args, kwargs)
+            self.fallbacks.append(name)
+            return call_extern(target, tuple(args), dict(kwargs))
+
+    # Note [Nested compile regions]
+    # ------------------------------
+    # ``torch.compiler.nested_compile_region`` marks a function (a solver step, a layer)
+    # that AOTAutograd keeps as one subgraph, called by ``invoke_subgraph`` wherever the
+    # function is called, so that Inductor compiles it once. A complex subgraph is lowered
+    # as a real one: its complex operands and results cross as two real tensors each (re
+    # and im, planar: no layout to agree on between the calls), and the lowered body is
+    # handed to ``invoke_subgraph`` itself under a torchcx identifier, so the trace
+    # records one real subgraph, traced at its first call and reused by the others. FFTs
+    # in a region take the vendor path (see ``body``). In a backward graph the regions are
+    # inlined instead (each call traced and compiled): through invoke_subgraph, a complex
+    # layer's weight gradient came out as garbage (1e38, nan) in torch 2.13, with the
+    # forward region's values right; the cause is not found yet. Inlined, every value and
+    # gradient matches eager (tests/test_compile_features.py).
+
+    def _invoke_subgraph(self, subgraph: fx.GraphModule, identifier: str, *operands: Any) -> tuple[Any, ...]:
+        """One ``invoke_subgraph`` call of a complex subgraph, as a call of its real lowering."""
+        flat: list[Any] = []
+        complex_operand: list[bool] = []
+        for x in operands:
+            if isinstance(x, Tensor) and not isinstance(x, ComplexTensor) and x.is_complex():
+                x = _as_complex(x, x.dtype)
+            if isinstance(x, RealView):
+                x = x.materialize()
+            complex_operand.append(isinstance(x, ComplexTensor))
+            flat += [x.re, x.im] if isinstance(x, ComplexTensor) else [x]
+        output = next(n for n in reversed(subgraph.graph.nodes) if n.op == "output")
+        complex_result = [complex_dtype_of(o) is not None for o in output.args[0]]
+
+        def body(*parts: Any) -> tuple[Any, ...]:
+            rest = iter(parts)
+            values = [ComplexTensor(next(rest), next(rest)) if c else next(rest) for c in complex_operand]
+            out: list[Any] = []
+            # The vendor FFT inside: Inductor 2.13 fails at run time on a subgraph holding the
+            # real path's DFT matrices ("_torchinductor_pyobject_tensor_data_ptr: non-tensor
+            # input"), measured; the vendor path makes none.
+            with config.patch(fft_path="vendor"):
+                results = self._execute(subgraph, values)
+            for r, c in zip(results, complex_result):
+                if c:
+                    r = r if isinstance(r, ComplexTensor) else _as_complex(r, torch.complex64)
+                    out += [r.re, r.im]
+                else:
+                    out.append(r.materialize() if isinstance(r, RealView) else r)
+            # A subgraph's outputs may not alias its inputs or each other (AOTAutograd's forward
+            # region returns inputs it saves for the backward: as parts, they are views of them).
+            return tuple(
+                o.clone() if isinstance(o, Tensor) and (o._is_view() or any(o is p for p in parts)) else o for o in out
+            )
+
+        if self.inline_regions:
+            real = iter(body(*flat))  # see the Note
+        else:
+            # traced once per region into a real graph: handed the Python body, invoke_subgraph
+            # retraces it (every op through torchcx's tables) at each call to infer its schema
+            from torch._higher_order_ops.utils import materialize_as_graph
+
+            if identifier not in self.regions:
+                self.regions[identifier] = materialize_as_graph(body, tuple(flat))
+            real = iter(
+                torch.ops.higher_order.invoke_subgraph(self.regions[identifier], f"torchcx_{identifier}", *flat)
+            )
+        return tuple(ComplexTensor(next(real), next(real)) if c else next(real) for c in complex_result)
+
+    def _execute(self, gm: fx.GraphModule, inputs: list[Any]) -> list[Any]:
+        """The values of a functional subgraph's outputs, its ops lowered as the graph's are."""
+        env: dict[fx.Node, Any] = {}
+        placeholders = iter(inputs)
+        outputs: list[Any] = []
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                env[node] = next(placeholders)
+            elif node.op == "get_attr":
+                env[node] = fetch_attr(gm, node.target)
+            elif node.op == "output":
+                outputs = [env[o] if isinstance(o, fx.Node) else o for o in node.args[0]]
+            else:
+                args = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.args)
+                kwargs = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.kwargs)
+                env[node] = self.call(node, node.target, args, kwargs)
+        return outputs
+
+
+def _functionalized(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` traced functionally, its input mutations written back with ``copy_`` at the end.
+
+    Decompositions (and in-place implementations) may mutate intermediates, and
+    Inductor takes functional graphs whose only mutations are copies into inputs.
+    """
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+
+    def run(*args: Any) -> Any:
+        functional_args = []
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+            with FunctionalTensorMode():
+                functional_args = [FunctionalTensor.to_functional(a) if isinstance(a, Tensor) else a for a in args]
+                outs = fn(*functional_args)
+                outs = tree_map(_from_functional, outs)
+            for arg, functional in zip(args, functional_args):
+                if isinstance(functional, FunctionalTensor) and torch._functionalize_has_data_mutation(functional.elem):
+                    torch._sync(functional)
+                    arg.copy_(torch._from_functional_tensor(functional.elem))
+        return outs
+
+    return run
+
+
+def _from_functional(t: Any) -> Any:
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if not isinstance(t, FunctionalTensor):
+        return t
+    torch._sync(t)
+    return torch._from_functional_tensor(t.elem)
+
+
+def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
+    from ..ops._common import CType, to_complex
+    from ..tensor import component_dtype_of
+
+    return to_complex(value, CType(component_dtype_of(dtype), True))
+
+
+def _complex_scalars_as_tensors(target: OpOverload, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A Python complex where the schema wants a Tensor (a wrapped number, as AOTAutograd
+    records ``aten._conj.default(1j)`` in backward graphs) as a 0-dim ComplexTensor."""
+    from ..ops._common import to_complex
+
+    out = list(args)
+    for i, (arg, value) in enumerate(zip(target._schema.arguments, args)):
+        if isinstance(value, complex) and isinstance(arg.type, torch.TensorType):
+            out[i] = to_complex(value)
+    return tuple(out)
+
+
+def _touches_complex_values(x: Any) -> bool:
+    for leaf in tree_flatten(x)[0]:
+        # (a RealView is a real tensor: its own __torch_dispatch__ handles it)
+        if isinstance(leaf, ComplexTensor) or isinstance(leaf, complex):
+            return True
+        if isinstance(leaf, Tensor) and leaf.is_complex():
+            return True
+        if isinstance(leaf, torch.dtype) and leaf.is_complex:
+            return True
+    return False
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_fallback(target: OpOverload, args: Any, kwargs: Any) -> None:
+    name = str(target)
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    warnings.warn(
+        f"torchcx: no complex decomposition for {name} ({describe_args(args, kwargs)}); "
+        "it runs as PyTorch's native complex kernel inside the compiled graph. "
+        "Pass strict=True to make this an error.",
+        stacklevel=2,
+    )
