@@ -227,9 +227,9 @@ def _source_hash() -> str:
         sources = [Path(__file__).with_name(name) for name in ("_inductor_patches.py", "_interleaved.py", "_words.py")]
         return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:16]
     except OSError:  # pragma: no cover - no source file
-        from . import __version__
+        from importlib.metadata import version
 
-        return __version__
+        return version("torchcx")
 
 
 def _cache_tag() -> str:

@@ -24,8 +24,8 @@ machine every dtype uses pairs.
 Note [Packed form]
 ------------------
 A ComplexTensor that the lowering unpacks from a boundary or extern-kernel
-tensor remembers that tensor; packing it again returns it instead of
-computing a copy. So an extern kernel (the vendor FFT, LAPACK) reading a graph
+tensor remembers that tensor (in the lowering's memo, Note [Traced or
+computed]); packing it again returns it instead of computing a copy. So an extern kernel (the vendor FFT, LAPACK) reading a graph
 input, or writing a graph output, costs no pass beyond eager's. Only values in
 the lowering's functional graphs carry it: any op makes a new ComplexTensor,
 with two exceptions. A ComplexTensor made of the very parts unpacked from a
@@ -45,6 +45,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from . import _lowering
 from .tensor import ComplexTensor, component_dtype_of
 
 _LITTLE = sys.byteorder == "little"
@@ -109,35 +110,41 @@ def pack(re: Tensor, im: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 def unpack_remembering(t: Tensor, dtype: torch.dtype) -> ComplexTensor:
-    """``t``'s parts as a ComplexTensor that remembers ``t`` (Note [Packed form])."""
+    """``t``'s parts as a ComplexTensor that remembers ``t`` during the lowering (Note [Packed form])."""
     re, im = unpack(t, dtype)
     out = ComplexTensor(re, im)
-    out._packed = (t, dtype)
-    re._packed_with = (im, t, dtype)  # a ComplexTensor of these very parts remembers t too
+    memo = _lowering.current()
+    if memo is not None:
+        memo.packed[id(out)] = (out, t, dtype)
+        memo.parts[id(re)] = (re, im, t, dtype)  # a ComplexTensor of these very parts remembers t too
     return out
 
 
 def remembered(x: ComplexTensor) -> tuple[Tensor, torch.dtype] | None:
     """(packed tensor, complex dtype) that ``x`` was unpacked from, if any (Note [Packed form])."""
-    found = getattr(x, "_packed", None)
+    memo = _lowering.current()
+    if memo is None:
+        return None
+    found = memo.packed.get(id(x))
     if found is not None:
-        return found
-    pair = getattr(x.re, "_packed_with", None)
-    if pair is not None and pair[0] is x.im:
-        return pair[1], pair[2]
+        return found[1], found[2]
+    pair = memo.parts.get(id(x.re))
+    if pair is not None and pair[1] is x.im:
+        return pair[2], pair[3]
     return None
 
 
 def remember_view(op: Any, x: ComplexTensor, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
     """Give ``out = op(x, *args[1:], **kwargs)``, a view op's result, the same view of ``x``'s words."""
     found = remembered(x)
-    if found is None or not uses_words(found[1]):
+    memo = _lowering.current()
+    if found is None or memo is None or not uses_words(found[1]):
         return
     words = op(found[0], *args[1:], **kwargs)
     outs, all_words = (out, words) if isinstance(out, (list, tuple)) else ([out], [words])
     for o, w in zip(outs, all_words):
         if isinstance(o, ComplexTensor) and isinstance(w, Tensor):
-            o._packed = (w, found[1])
+            memo.packed[id(o)] = (o, w, found[1])
 
 
 def packed(x: ComplexTensor, dtype: torch.dtype) -> Tensor:

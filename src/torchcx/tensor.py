@@ -55,7 +55,7 @@ values (a stacked copy), as a read of a view would.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -136,8 +136,8 @@ def complex32_parts(part: torch.dtype) -> Iterator[None]:
         _COMPLEX32_PARTS.reset(token)
 
 
-def _is_fake_like(t: Tensor) -> bool:
-    """True for tensors without readable data (fake, meta, functional, proxies)."""
+def _has_no_data(t: Tensor) -> bool:
+    """True for tensors whose values cannot be printed (fake, meta, functional, proxies)."""
     return (
         type(t) is not Tensor and not isinstance(t, torch.nn.Parameter) or t.is_meta or torch._is_functional_tensor(t)
     )
@@ -218,6 +218,26 @@ def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
     return base.as_strided((*re.shape, 2), (*strides, 1), re.storage_offset())
 
 
+# Note [The types do not import their ops]
+# ----------------------------------------
+# This module defines the tensor types; ``torchcx.ops`` defines what their ops do and
+# installs its entry points here when it is imported (``install_ops``, which ``import
+# torchcx`` always runs). So the modules import one another in one direction only:
+# ``tensor`` <- ``_layout`` <- ``ops`` <- ``_boundary`` <- ``backend``.
+
+_dispatch: Callable[..., Any] | None = None  # ops._registry.dispatch
+_dispatch_real_view: Callable[..., Any] | None = None  # ops.views.dispatch_real_view
+_to_component_dtype: Callable[..., Any] | None = None  # ops.creation.to_component_dtype
+
+
+def install_ops(
+    dispatch: Callable[..., Any], dispatch_real_view: Callable[..., Any], to_component_dtype: Callable[..., Any]
+) -> None:
+    """Route the types' ops to ``torchcx.ops`` (Note [The types do not import their ops])."""
+    global _dispatch, _dispatch_real_view, _to_component_dtype
+    _dispatch, _dispatch_real_view, _to_component_dtype = dispatch, dispatch_real_view, to_component_dtype
+
+
 class _PlanarBase(Tensor):
     """Shared machinery of ComplexTensor and RealView: two real inner tensors."""
 
@@ -290,9 +310,7 @@ class ComplexTensor(_PlanarBase):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
-        from .ops import dispatch
-
-        return dispatch(func, args, kwargs or {})
+        return _dispatch(func, args, kwargs or {})  # type: ignore[misc]
 
     @staticmethod
     def __tensor_unflatten__(inner: dict[str, Tensor], meta: Any, outer_size: Any, outer_stride: Any) -> ComplexTensor:
@@ -364,9 +382,7 @@ class ComplexTensor(_PlanarBase):
         complex_dtype_of(dtype)  # validates
         if dtype == self.re.dtype:
             return self
-        from . import ops
-
-        return ops.to_component_dtype(self, dtype)
+        return _to_component_dtype(self, dtype)  # type: ignore[misc]
 
     # -- FSDP2 (fully_shard) all-gather extension ---------------------------------------
     # FSDP2 allocates its all-gather buffers and unsharded parameters from the reported
@@ -448,9 +464,7 @@ class RealView(_PlanarBase):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
-        from .ops.views import dispatch_real_view
-
-        return dispatch_real_view(func, args, kwargs or {})
+        return _dispatch_real_view(func, args, kwargs or {})  # type: ignore[misc]
 
     @staticmethod
     def __tensor_unflatten__(inner: dict[str, Tensor], meta: Any, outer_size: Any, outer_stride: Any) -> RealView:
@@ -485,7 +499,7 @@ def _describe(x: Any) -> str:
 
 def _repr(t: _PlanarBase, name: str, default_dtype: bool) -> str:
     indent = len(name) + 1
-    if _is_fake_like(t.re) or _is_fake_like(t.im):
+    if _has_no_data(t.re) or _has_no_data(t.im):
         body = f"..., size={tuple(t.shape)}"
     else:
         values = t._printable() if isinstance(t, ComplexTensor) else t.materialize().detach()

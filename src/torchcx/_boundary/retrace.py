@@ -21,7 +21,7 @@ from torch import Tensor
 from torch._ops import OpOverload
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .. import _layout, config
+from .. import _layout, _lowering, config
 from ..ops import dispatch, resolve
 from ..ops._registry import describe_args
 from ..ops.extern import call_extern
@@ -60,7 +60,7 @@ def retrace(
     real_inputs = real_example_inputs(spec, example_inputs)
     fake_mode = detect_fake_mode(real_inputs)
     retracer = _Retracer(gm, spec, strict=strict, inline_regions=inline_regions)
-    with fake_mode if fake_mode is not None else contextlib.nullcontext():
+    with fake_mode if fake_mode is not None else contextlib.nullcontext(), _lowering.lowering():
         constants = [fake_mode.from_tensor(c, static_shapes=True) if fake_mode else c for c in spec.constants]
         table = select_decomp_table() if decompositions is None else decompositions
         real_gm = make_fx(_functionalized(retracer.run), decomposition_table=table)(*real_inputs, *constants)

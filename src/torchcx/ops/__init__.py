@@ -8,12 +8,16 @@ See Note [How an op is resolved] in ``_registry``.
 
 import torch
 
+from ..tensor import install_ops
 from . import comparison, creation, extern, fft, indexing, linalg, pointwise, reductions, views  # noqa: F401  (registers the tables)
 
 if torch.distributed.is_available():  # collectives on the parts (a torch built without distributed has no c10d ops)
     from . import distributed  # noqa: F401
 from ._registry import DECOMPOSITION_DENYLIST, ComplexMode, describe_args, dispatch, register, registered_ops, resolve
 from .creation import to_component_dtype
+from .views import dispatch_real_view
+
+install_ops(dispatch, dispatch_real_view, to_component_dtype)
 
 __all__ = [
     "DECOMPOSITION_DENYLIST",

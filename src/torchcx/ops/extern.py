@@ -32,8 +32,8 @@ from torch._ops import OpOverload
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from .. import _layout
-from ..tensor import ComplexTensor, RealView, _is_fake_like, complex_dtype_of, component_dtype_of
+from .. import _layout, _lowering
+from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
 from ._common import Op, overloads_of
 from ._registry import EXTERN_OPS, describe_args, register
 
@@ -77,12 +77,15 @@ def _round_to(x: Any, low: torch.dtype | None) -> Any:
 
 
 def _is_traced(args: Any) -> bool:
+    """Whether the call is traced into a graph, or its operands hold no values (meta): then
+    the kernel does not run (Note [Traced or computed])."""
+    tensors: list[Tensor] = []
     for x in tree_flatten(args)[0]:
-        if isinstance(x, ComplexTensor) and (_is_fake_like(x.re) or _is_fake_like(x.im)):
-            return True
-        if isinstance(x, Tensor) and not isinstance(x, (ComplexTensor, RealView)) and _is_fake_like(x):
-            return True
-    return False
+        if isinstance(x, ComplexTensor):
+            tensors += [x.re, x.im]
+        elif isinstance(x, Tensor) and not isinstance(x, RealView):
+            tensors.append(x)
+    return _lowering.without_values(*tensors)
 
 
 # Note [Extern kernels in exported graphs]

@@ -72,7 +72,7 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import _disable_current_modes
 
-from ..tensor import _is_fake_like
+from .. import _lowering
 
 #: The longest transform computed as one GEMM, per part dtype; longer ones are
 #: decomposed. A GEMM DFT's rounding error grows like sqrt(n) (an FFT's like
@@ -113,8 +113,8 @@ def plan_for(part: torch.dtype, device: torch.device) -> Plan:
 
 
 def _lifted(t: Tensor, like: Tensor) -> Tensor:
-    """``t`` as a constant of the graph being traced when ``like`` is traced, else ``t`` itself."""
-    if _is_fake_like(like):
+    """``t`` as a constant of the graph being traced, if one is (Note [Traced or computed])."""
+    if _lowering.tracing():
         return torch.ops.aten.lift_fresh.default(t)
     return t
 
@@ -130,7 +130,7 @@ def _constant(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def build(*args: Any) -> Any:
-        with _disable_current_modes(), torch._C._DisableFuncTorch(), torch.no_grad():
+        with _disable_current_modes(), _lowering.computing(), torch._C._DisableFuncTorch(), torch.no_grad():
             return cached(*args)
 
     build.cache_clear = cached.cache_clear  # type: ignore[attr-defined]

@@ -97,8 +97,8 @@ import torch
 from torch import Tensor
 from torch._ops import OpOverload
 
-from .. import _layout, config
-from ..tensor import ComplexTensor, RealView, _is_fake_like, component_dtype_of
+from .. import _layout, _lowering, config
+from ..tensor import ComplexTensor, RealView, component_dtype_of
 from ._common import CType, ctype_of, opmath, partwise, result_ctype
 from ._registry import REAL_TO_COMPLEX_OPS, register
 from .extern import call_extern, native_gemm_traced, register_extern
@@ -333,12 +333,9 @@ def gemm_dims(a: Tensor, b: Tensor) -> tuple[int, int, int, int]:
 
 
 def _traced(*xs: Tensor) -> bool:
-    """Whether the operands are being traced into a graph (compiled) rather than computed (eager)."""
-    for x in xs:
-        part = x.re if isinstance(x, ComplexTensor) else x
-        if _is_fake_like(part):
-            return True
-    return False
+    """Whether the product is traced into a graph (compiled) rather than computed (eager):
+    Note [Traced or computed]."""
+    return _lowering.without_values(*(x.re if isinstance(x, ComplexTensor) else x for x in xs))
 
 
 def gemm_strategy(a: Tensor, b: Tensor, dtype: torch.dtype, *, compiled: bool | None = None) -> GemmStrategy:
