@@ -200,3 +200,31 @@ def test_complex_warning_is_quieted_while_torchcx_compiles(monkeypatch):
     torch.testing.assert_close(out, x @ x)
     assert not warned
     assert quieted, "Inductor no longer reaches its complex warning while torchcx compiles: the adjustment is moot"
+
+
+def test_torchcx_never_loads_a_stock_aot_autograd_entry():
+    # docs/internals.md, "The AOTAutograd cache": its key does not see torchcx's inner
+    # compiler, so with the cache on, torchcx.compile(f) loaded the entry a stock
+    # torch.compile(f) had saved and lowered nothing (complex ops ran as Inductor's eager
+    # fallbacks). torchcx keeps it off; this fails if it is switched on without a fix.
+    import warnings
+
+    from torch._dynamo.utils import counters
+    from torch._inductor.utils import fresh_cache
+
+    def f(z):
+        return z * z.conj() + torch.exp(z)
+
+    x = torch.randn(16, dtype=torch.complex64)
+    with fresh_cache(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counters.clear()
+        torch._dynamo.reset()
+        torch.compile(f)(x)
+        assert counters["aot_autograd"]["autograd_cache_saved"] == 1  # (the cache is live in this torch)
+        counters.clear()
+        torch._dynamo.reset()
+        out = torchcx.compile(f)(x)
+        assert counters["aot_autograd"]["autograd_cache_hit"] == 0
+        assert counters["inductor"]["fxgraph_cache_miss"] + counters["inductor"]["fxgraph_cache_hit"] == 1
+    torch.testing.assert_close(out, f(x))
