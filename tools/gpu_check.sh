@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks, in one run on a machine with a CUDA device (CI has none):
-# the CUDA tests (tests/test_cuda.py) and the benchmark suite in quick mode on
-# the GPU. Uses the machine's own python3 and torch; torchcx from this tree.
+# the device-generic tests on CUDA (tests/test_devices.py, its TestDevicesCUDA class)
+# and the benchmark suite in quick mode on the GPU. Uses the machine's own python3 and torch; torchcx from this tree.
 #
 #   OUT=/tmp/gpu bash tools/gpu_check.sh
 #
@@ -23,7 +23,7 @@ import torchcx
 print("torchcx", torchcx.__version__ if hasattr(torchcx, "__version__") else "?", "imported")
 EOF
 
-timeout "${TEST_S:-220}" $PY -m pytest -q -p no:cacheprovider -o addopts="" tests/test_cuda.py -rA 2>&1 \
+timeout "${TEST_S:-220}" $PY -m pytest -q -p no:cacheprovider -o addopts="" tests/test_devices.py -k cuda -rA 2>&1 \
     | tee "$OUT/tests.log" | grep -E "PASSED|FAILED|ERROR|passed|failed|error" | tail -30
 echo "tests: exit ${PIPESTATUS[0]}"
 

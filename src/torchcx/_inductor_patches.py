@@ -115,6 +115,26 @@ they read) to ``torch.compiler.config.cache_key_tag`` for the compilation, so a
 graph compiled without them (by default ``torch.compile``, or an older torchcx)
 is never loaded in their place.
 
+Note [Adjustments and torch versions]
+-------------------------------------
+Every adjustment was written against torch 2.13's Inductor (``WRITTEN_FOR``) and
+works around something upstream; ``ADJUSTMENTS`` below names the upstream issue or
+PR for each (or says that none was found, and what was searched). On another torch
+minor, ``_written_for_this_torch`` warns once, and:
+
+* the two that replace Inductor's generated code for some accesses and match its
+  C++ spelling of others, Notes [Interleaved access] and [Words as pairs], stay off:
+  a changed spelling or kernel protocol could make them emit wrong code;
+* the others stay on where the internals they patch exist, because the attribute
+  check is the better guard for them: Note [Bitcasts of computed values] is what
+  makes ``diagonal_scatter`` & co. compile at all (off, they fail to compile), and
+  the rest change a method or lowering whose protocol they check and whose effect
+  the tests check (tests/test_internals.py).
+
+Where an internal an adjustment patches is missing, it patches nothing and says so
+once (``_patching.cannot_apply``); nothing is left silently off. Each has a test
+that fails when it stops taking effect (docs/internals.md lists them).
+
 Note [Patches in one thread at a time]
 --------------------------------------
 The adjustments replace module and class attributes that every thread sees. They are
@@ -141,10 +161,54 @@ import torch
 
 from . import config
 from ._interleaved import interleaved_access
-from ._patching import for_this_thread, patch_window
+from ._patching import cannot_apply, for_this_thread, patch_window
 from ._words import joining_words, words_as_pairs
 
 _FOUR_BYTE = (torch.float32, torch.int32)
+
+#: The torch (major, minor) whose Inductor every adjustment was written against
+#: (Note [Adjustments and torch versions]).
+WRITTEN_FOR = (2, 13)
+
+#: Every adjustment torchcx makes to Inductor while it compiles: its Note, the upstream
+#: issue or PR it works around (checked to exist; "none found" lists what was searched),
+#: and what it does on a torch other than ``WRITTEN_FOR`` ("off", or "checked": applied
+#: where the internals it patches exist). docs/internals.md has the same table with tests.
+ADJUSTMENTS: dict[str, tuple[str, str]] = {
+    "Vectorized bitcasts": (
+        "no upstream issue found (searched pytorch/pytorch issues for CppVecOverrides to_dtype_bitcast "
+        "vectorization / bit_cast scalar loop); the scalar loop is Inductor's generic fallback for ops "
+        "without a vector override, pytorch/pytorch#134569",
+        "checked",
+    ),
+    "Bitcasts of computed values": (
+        "pytorch/pytorch#189584 (DtypeView has no make_reindexer: 'make_reindexer NYI on DtypeView'; not in 2.13)",
+        "checked",
+    ),
+    "Shared subexpressions": ("pytorch/pytorch#148073", "checked"),
+    "Accurate expm1": ("pytorch/pytorch#189803, fixed by pytorch/pytorch#190533 (after 2.13)", "checked"),
+    "Heavy values computed once": (
+        "no upstream issue found (searched: inductor sin/cos recomputed through a broadcast, "
+        "should_realize_on_reuse heavy ops); the heavy-op list is from pytorch/torchdynamo#1468 "
+        "('can be further revised')",
+        "checked",
+    ),
+    "Interleaved access": (
+        "no upstream issue found (searched: inductor cpp stride-2 / non-contiguous loads, deinterleave, "
+        "view_as_complex rotary embedding vectorization); related: pytorch/pytorch#99966",
+        "off",
+    ),
+    "Words as pairs": (
+        "no upstream issue found (searched: inductor cpp int64 to int32 conversion vectorized, "
+        "complex64 view as int64); it exists because of torchcx's own word layout",
+        "off",
+    ),
+    "quiet_complex_warning": (
+        "no upstream issue for the warning from the joint-graph passes; the warning itself is discussed "
+        "in pytorch/torchtitan#15",
+        "checked",
+    ),
+}
 
 
 @contextlib.contextmanager
@@ -160,11 +224,13 @@ def quiet_complex_warning() -> Iterator[None]:
     try:
         from torch._inductor import lowering
     except ImportError:  # pragma: no cover
+        cannot_apply("quiet_complex_warning", "torch._inductor.lowering does not import")
         yield
         return
     with patch_window():  # Note [Patches and threads]
         original = getattr(lowering, "_warn_complex_not_supported", None)
-        if original is None:  # pragma: no cover
+        if original is None:
+            cannot_apply("quiet_complex_warning", "torch._inductor.lowering._warn_complex_not_supported is missing")
             yield
             return
         lowering._warn_complex_not_supported = for_this_thread(lambda: None, original)
@@ -195,28 +261,29 @@ def inductor_patches() -> Iterator[None]:
         if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
             stack.enter_context(words_as_pairs())
-            stack.enter_context(_vec_override("bitwise_or", joining_words))
+            stack.enter_context(_vec_override("bitwise_or", joining_words, "Words as pairs"))
         yield
-
-
-#: The torch (major, minor) whose generated C++ the shuffles were written against: they
-#: replace Inductor's code for some accesses and match its spelling of others.
-WRITTEN_FOR = (2, 13)
 
 
 @functools.cache
 def _written_for_this_torch() -> bool:
-    """True on the torch the shuffles were written for; elsewhere they stay off (with a warning)."""
+    """True on the torch the adjustments were written for (Note [Adjustments and torch versions]).
+
+    Elsewhere: a warning, once; the adjustments marked "off" in ``ADJUSTMENTS`` stay off.
+    """
     import logging
 
     version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
     if version == WRITTEN_FOR:
         return True
+    off = [name for name, (_, other) in ADJUSTMENTS.items() if other == "off"]
     logging.getLogger(__name__).warning(
-        "torchcx: Notes [Interleaved access] and [Words as pairs] were written for torch %d.%d, "
-        "this is torch %s: they are off (interleaved data is read element by element)",
+        "torchcx: the Inductor adjustments were written for torch %d.%d, this is torch %s: Notes %s are "
+        "off (interleaved data is read element by element); the others are applied where the internals "
+        "they patch exist (docs/internals.md)",
         *WRITTEN_FOR,
         torch.__version__,
+        " and ".join(f"[{name}]" for name in off),
     )
     return False
 
@@ -240,20 +307,23 @@ def _cache_tag() -> str:
 
 
 @contextlib.contextmanager
-def _vec_override(name: str, make: Any) -> Iterator[None]:
+def _vec_override(name: str, make: Any, adjustment: str) -> Iterator[None]:
     """``CppVecOverrides.<name>`` replaced by ``make(original)`` for the duration.
 
     ``original`` is the override Inductor would use (possibly inherited from the scalar
-    ``CppOverrides``); where Inductor has no such override, nothing is patched.
+    ``CppOverrides``); where Inductor has no such override, nothing is patched (and
+    ``adjustment`` is named in a warning, once).
     """
     try:
         from torch._inductor.codegen import cpp
     except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.codegen.cpp does not import")
         yield
         return
     overrides = getattr(cpp, "CppVecOverrides", None)
     original = getattr(overrides, name, None)
-    if original is None:  # pragma: no cover
+    if original is None:
+        cannot_apply(adjustment, f"torch._inductor.codegen.cpp.CppVecOverrides.{name} is missing")
         yield
         return
     own = overrides.__dict__.get(name)  # None if inherited
@@ -275,14 +345,19 @@ _HEAVY = frozenset(
 
 @contextlib.contextmanager
 def _heavy_values_computed_once() -> Iterator[None]:
-    """Note [Heavy values computed once]."""
+    """Note [Heavy values computed once] (upstream: ``ADJUSTMENTS``)."""
     try:
         from torch._inductor import ir
     except ImportError:  # pragma: no cover
+        cannot_apply("Heavy values computed once", "torch._inductor.ir does not import")
         yield
         return
     original = ir.StorageBox.__dict__.get("should_realize_on_reuse")
-    if original is None:  # pragma: no cover
+    if original is None or not hasattr(ir, "is_cpu") or not hasattr(ir.Pointwise, "inner_fn_opcount"):
+        cannot_apply(
+            "Heavy values computed once",
+            "ir.StorageBox.should_realize_on_reuse, ir.is_cpu or inner_fn_opcount is missing",
+        )
         yield
         return
 
@@ -301,12 +376,15 @@ def _heavy_values_computed_once() -> Iterator[None]:
 
 
 def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
-    """Note [Accurate expm1]: ATen's vectorized expm1 in place of Inductor's exp(x) - 1."""
-    return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()")
+    """Note [Accurate expm1]: ATen's vectorized expm1 in place of Inductor's exp(x) - 1.
+
+    Works around pytorch/pytorch#189803 (fixed upstream by #190533, after torch 2.13).
+    """
+    return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()", "Accurate expm1")
 
 
 def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
-    """Note [Vectorized bitcasts]."""
+    """Note [Vectorized bitcasts] (no upstream issue found: ``ADJUSTMENTS``)."""
 
     def make(original: Any) -> Any:
         from torch._inductor.codegen import cpp
@@ -330,20 +408,25 @@ def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
 
         return to_dtype_bitcast
 
-    return _vec_override("to_dtype_bitcast", make)
+    return _vec_override("to_dtype_bitcast", make, "Vectorized bitcasts")
 
 
 @contextlib.contextmanager
 def _pointwise_bitcasts() -> Iterator[None]:
+    """Note [Bitcasts of computed values]: works around pytorch/pytorch#189584 (not in 2.13)."""
     try:
         from torch._inductor import ir, lowering
         from torch._inductor.virtualized import ops
     except ImportError:  # pragma: no cover
+        cannot_apply("Bitcasts of computed values", "torch._inductor.ir or .lowering does not import")
         yield
         return
     key = torch.ops.aten.view.dtype
     original = lowering.lowerings.get(key)
-    if original is None:  # pragma: no cover
+    if original is None or not hasattr(ir, "is_storage_and_layout"):
+        cannot_apply(
+            "Bitcasts of computed values", "no lowering of aten.view.dtype, or ir.is_storage_and_layout is missing"
+        )
         yield
         return
 
@@ -375,14 +458,20 @@ _MEMO = "_torchcx_loader_memo"  # the attribute each ops handler keeps its memo 
 
 @contextlib.contextmanager
 def _shared_subexpressions() -> Iterator[None]:
+    """Note [Shared subexpressions]: works around pytorch/pytorch#148073."""
+    if not _SHARE_SUBEXPRESSIONS:  # (switched off by a benchmark or test)
+        yield
+        return
     try:
         from torch._inductor import ir
         from torch._inductor.virtualized import V
     except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply("Shared subexpressions", "torch._inductor.ir does not import")
         yield
         return
     original = ir.Pointwise.__dict__.get("make_loader")
-    if original is None or not _SHARE_SUBEXPRESSIONS:  # pragma: no cover
+    if original is None or not hasattr(V, "get_ops_handler"):
+        cannot_apply("Shared subexpressions", "ir.Pointwise.make_loader or V.get_ops_handler is missing")
         yield
         return
 

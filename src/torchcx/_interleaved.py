@@ -41,22 +41,24 @@ bit cast), so bit patterns survive exactly. Written for torch 2.13
 (``_inductor_patches.WRITTEN_FOR``); where the internals are missing nothing is
 patched, and tests/test_interleaved.py fails when the generated code stops
 being vectorized.
+
+No upstream issue was found for the element-at-a-time stride-2 access (searched
+pytorch/pytorch for Inductor C++ stride-2 / non-contiguous loads, deinterleave,
+``view_as_complex`` rotary embedding vectorization; the nearest is
+pytorch/pytorch#99966, which vectorizes non-contiguous loads element by element).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from collections.abc import Iterator
 from typing import Any
 
 import sympy
 import torch
 
-from ._patching import for_this_thread
-
-log = logging.getLogger(__name__)
+from ._patching import cannot_apply, for_this_thread
 
 # element dtype -> C++ type its vectors are shuffled as: 32- and 64-bit elements as
 # floating-point vectors of their width (a bit cast); 16-bit ones converted to float
@@ -79,6 +81,7 @@ def interleaved_access() -> Iterator[None]:
     try:
         from torch._inductor.codegen import cpp
     except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply("Interleaved access", "torch._inductor.codegen.cpp does not import")
         yield
         return
     kernel = getattr(cpp, "CppVecKernel", None)
@@ -89,8 +92,12 @@ def interleaved_access() -> Iterator[None]:
         and all(hasattr(kernel, name) for name in ("load", "store", "_try_get_const_stride", "_get_num_vectors"))
         and hasattr(cpp, "stride_at_vec_range")
     )
-    if not needed:  # pragma: no cover
-        log.warning("torchcx: Inductor's C++ kernels changed; stride-2 pairs are not vectorized")
+    if not needed:
+        cannot_apply(
+            "Interleaved access",
+            "CppVecKernel.load/store/_try_get_const_stride/_get_num_vectors, TilingSelect or "
+            "cpp.stride_at_vec_range is missing (stride-2 pairs are not vectorized)",
+        )
         yield
         return
     load, store, select = kernel.load, kernel.store, tiling.select_tiling

@@ -35,9 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _OWN_LOCK = threading.RLock()
 _owner: int | None = None  # the thread holding the window (only one can: it holds the lock)
@@ -80,3 +83,14 @@ def for_this_thread(patched: Callable[..., Any], original: Callable[..., Any]) -
         return (patched if _owner == threading.get_ident() else original)(*args, **kwargs)
 
     return chosen
+
+
+@functools.cache
+def cannot_apply(adjustment: str, reason: str) -> None:
+    """Say once per process that an Inductor adjustment is not in force, and why.
+
+    Each adjustment checks for the internals it patches before patching them; where they
+    are missing (a torch other than the one it was written for, docs/internals.md), it
+    patches nothing and calls this. Cached: one warning per (adjustment, reason).
+    """
+    log.warning('torchcx: %s is not applied: %s (docs/internals.md, "The Inductor adjustments")', adjustment, reason)

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from ._patching import for_this_thread
+from ._patching import cannot_apply, for_this_thread
 
 _TRUNCATE = re.compile(r"(\w+) >> (\w+)")
 _MASKED = re.compile(r"(\w+) & (\w+)")
@@ -60,12 +60,17 @@ def words_as_pairs() -> Iterator[None]:
     try:
         from torch._inductor.codegen import cpp
     except ImportError:  # pragma: no cover
+        cannot_apply("Words as pairs", "torch._inductor.codegen.cpp does not import")
         yield
         return
     kernel = getattr(cpp, "CppVecKernel", None)
     to_dtype = getattr(kernel, "get_to_dtype_expr", None)
-    if to_dtype is None or sys.byteorder != "little":
-        yield  # pragma: no cover
+    if to_dtype is None or not hasattr(kernel, "_get_num_vectors"):
+        cannot_apply("Words as pairs", "CppVecKernel.get_to_dtype_expr or _get_num_vectors is missing")
+        yield
+        return
+    if sys.byteorder != "little":  # pragma: no cover - (by design: the shuffles are little-endian)
+        yield
         return
 
     def get_to_dtype_expr(

@@ -1,0 +1,230 @@
+"""The Inductor adjustments stay defensible (docs/internals.md, Note [Adjustments and torch versions]).
+
+Each adjustment cites the upstream issue it works around, says so once when the internals it
+patches are missing (and then patches nothing), and has a test that fails when it stops
+taking effect. The take-effect tests of most adjustments live beside the feature they serve
+(listed in docs/internals.md); the ones here are for the adjustments that had none, and for
+the behaviour on a torch other than the one they were written for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch._inductor.utils import run_and_get_code
+
+import torchcx
+from torchcx import _inductor_patches, _interleaved, _patching, _words
+
+INTERNALS_MD = Path(__file__).resolve().parents[1] / "docs" / "internals.md"
+
+
+def compiled(fn, *args):
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out, code = run_and_get_code(torchcx.compile(fn), *args)
+    return out, "\n".join(code)
+
+
+@pytest.fixture
+def fresh_warnings():
+    """The once-per-process warnings and the version check, as in a new process (before and after)."""
+    _patching.cannot_apply.cache_clear()
+    _inductor_patches._written_for_this_torch.cache_clear()
+    yield
+    _patching.cannot_apply.cache_clear()
+    _inductor_patches._written_for_this_torch.cache_clear()
+
+
+def test_every_adjustment_cites_upstream_and_is_documented():
+    text = INTERNALS_MD.read_text()
+    for name, (upstream, other_torch) in _inductor_patches.ADJUSTMENTS.items():
+        assert re.search(r"#\d+", upstream) or upstream.startswith("no upstream issue"), name
+        assert other_torch in ("off", "checked"), name
+        assert name in text, f"{name} is not in docs/internals.md"
+    # the adjustments documented as off on another torch are the ones the version check turns off
+    off = {name for name, (_, other) in _inductor_patches.ADJUSTMENTS.items() if other == "off"}
+    assert off == {"Interleaved access", "Words as pairs"}
+
+
+def _cpp():
+    from torch._inductor.codegen import cpp
+
+    return cpp
+
+
+def _ir():
+    from torch._inductor import ir
+
+    return ir
+
+
+def _lowering():
+    from torch._inductor import lowering
+
+    return lowering
+
+
+# (adjustment, its context manager, how to remove the internal it patches)
+MISSING = [
+    (
+        "Vectorized bitcasts",
+        _inductor_patches._vectorized_bitcasts,
+        lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None),
+    ),
+    ("Accurate expm1", _inductor_patches._accurate_expm1, lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None)),
+    (
+        "Bitcasts of computed values",
+        _inductor_patches._pointwise_bitcasts,
+        lambda mp: mp.delitem(_lowering().lowerings, torch.ops.aten.view.dtype),
+    ),
+    (
+        "Shared subexpressions",
+        _inductor_patches._shared_subexpressions,
+        lambda mp: mp.delattr(_ir().Pointwise, "make_loader"),
+    ),
+    (
+        "Heavy values computed once",
+        _inductor_patches._heavy_values_computed_once,
+        lambda mp: mp.delattr(_ir().StorageBox, "should_realize_on_reuse"),
+    ),
+    ("Interleaved access", _interleaved.interleaved_access, lambda mp: mp.delattr(_cpp(), "stride_at_vec_range")),
+    ("Words as pairs", _words.words_as_pairs, lambda mp: mp.setattr(_cpp().CppVecKernel, "get_to_dtype_expr", None)),
+    (
+        "quiet_complex_warning",
+        _inductor_patches.quiet_complex_warning,
+        lambda mp: mp.delattr(_lowering(), "_warn_complex_not_supported"),
+    ),
+]
+
+
+@pytest.mark.parametrize("name, adjustment, remove", MISSING, ids=[m[0] for m in MISSING])
+def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypatch, caplog, fresh_warnings):
+    remove(monkeypatch)
+    cpp, ir, lowering = _cpp(), _ir(), _lowering()
+    before = (
+        dict(vars(cpp)),
+        dict(vars(ir.Pointwise)),
+        dict(vars(ir.StorageBox)),
+        dict(vars(cpp.CppVecKernel)),
+        dict(lowering.lowerings),
+    )
+    with caplog.at_level("WARNING"):
+        for _ in range(2):
+            with adjustment():
+                pass
+    records = [r for r in caplog.records if name in r.getMessage() and "not applied" in r.getMessage()]
+    assert len(records) == 1, caplog.text
+    after = (
+        dict(vars(cpp)),
+        dict(vars(ir.Pointwise)),
+        dict(vars(ir.StorageBox)),
+        dict(vars(cpp.CppVecKernel)),
+        dict(lowering.lowerings),
+    )
+    assert after == before  # nothing was patched
+
+
+def test_all_adjustments_apply_on_this_torch(caplog, fresh_warnings):
+    # On the torch they were written for, every adjustment applies: no warning at all.
+    x = torch.randn(64, dtype=torch.complex64)
+    with caplog.at_level("WARNING"):
+        out, _ = compiled(lambda z: torch.expm1(z * 2), x)
+    torch.testing.assert_close(out, torch.expm1(x * 2))
+    assert "torchcx" not in caplog.text
+
+
+def test_on_another_torch_the_shuffles_stay_off_and_say_so(monkeypatch, caplog, fresh_warnings):
+    # Note [Adjustments and torch versions]: on another minor the shuffles (which match
+    # Inductor 2.13's C++) stay off, with one warning; the adjustments guarded by their
+    # attributes still apply.
+    from torchcx.bench.workloads.rotary import apply_rotary_emb, precompute_freqs_cis
+
+    monkeypatch.setattr(torch, "__version__", "2.14.0+cpu")
+    g = torch.Generator().manual_seed(0)
+    xq, xk = torch.randn(1, 4, 2, 64, generator=g), torch.randn(1, 4, 2, 64, generator=g)
+    freqs = precompute_freqs_cis(64, 4)
+    with caplog.at_level("WARNING"):
+        out, code = compiled(apply_rotary_emb, xq, xk, freqs)
+        words, words_code = compiled(lambda z: torch.expm1(z * 2), torch.randn(64, dtype=torch.complex64))
+    for got, want in zip(out, apply_rotary_emb(xq, xk, freqs)):
+        torch.testing.assert_close(got, want)
+    assert "deinterleave2" not in code and "interleave2" not in code
+    assert "at::vec::cast<float>" in words_code and ".expm1()" in words_code
+    warnings = [r for r in caplog.records if "written for torch 2.13" in r.getMessage()]
+    assert len(warnings) == 1, caplog.text
+    assert "[Interleaved access] and [Words as pairs] are off" in warnings[0].getMessage()
+
+
+def test_bitcasts_of_computed_values_take_effect(monkeypatch):
+    # Note [Bitcasts of computed values]: the OpInfo sample of diagonal_scatter compiles
+    # (a 10x10 complex64 input is bitcast to words; reinplacing makes the scatter a mutation
+    # through that bitcast)...
+    x = torch.randn(10, 10, dtype=torch.complex64)
+    src = torch.randn(10, dtype=torch.complex64)
+    out, _ = compiled(torch.diagonal_scatter, x, src)
+    torch.testing.assert_close(out, torch.diagonal_scatter(x, src))
+    # ... and without the adjustment it does not, on torch 2.13 (pytorch/pytorch#189584: DtypeView
+    # has no reindexer). When this half fails, Inductor has the fix and the adjustment can go.
+    monkeypatch.setattr(_inductor_patches, "_pointwise_bitcasts", contextlib.nullcontext)
+    with pytest.raises(Exception, match="make_reindexer NYI on DtypeView"):
+        compiled(torch.diagonal_scatter, x, src)
+
+
+def test_complex_warning_is_quieted_while_torchcx_compiles(monkeypatch):
+    # quiet_complex_warning: Inductor's "does not support code generation for complex
+    # operators" is reached while torchcx compiles (its pattern matcher looks at the complex
+    # graph: a matrix product here) and is silenced there.
+    lowering = _lowering()
+    warned, quieted = [], []
+    monkeypatch.setattr(lowering, "_warn_complex_not_supported", lambda: warned.append(1))
+    for_this_thread = _patching.for_this_thread
+
+    def spying(patched, original):
+        if original is lowering._warn_complex_not_supported:
+            silent = patched
+
+            def patched():  # noqa: F811
+                quieted.append(1)
+                return silent()
+
+        return for_this_thread(patched, original)
+
+    monkeypatch.setattr(_inductor_patches, "for_this_thread", spying)
+    x = torch.randn(8, 8, dtype=torch.complex64)
+    out, _ = compiled(lambda z: z @ z, x)
+    torch.testing.assert_close(out, x @ x)
+    assert not warned
+    assert quieted, "Inductor no longer reaches its complex warning while torchcx compiles: the adjustment is moot"
+
+
+def test_torchcx_never_loads_a_stock_aot_autograd_entry():
+    # docs/internals.md, "The AOTAutograd cache": its key does not see torchcx's inner
+    # compiler, so with the cache on, torchcx.compile(f) loaded the entry a stock
+    # torch.compile(f) had saved and lowered nothing (complex ops ran as Inductor's eager
+    # fallbacks). torchcx keeps it off; this fails if it is switched on without a fix.
+    import warnings
+
+    from torch._dynamo.utils import counters
+    from torch._inductor.utils import fresh_cache
+
+    def f(z):
+        return z * z.conj() + torch.exp(z)
+
+    x = torch.randn(16, dtype=torch.complex64)
+    with fresh_cache(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counters.clear()
+        torch._dynamo.reset()
+        torch.compile(f)(x)
+        assert counters["aot_autograd"]["autograd_cache_saved"] == 1  # (the cache is live in this torch)
+        counters.clear()
+        torch._dynamo.reset()
+        out = torchcx.compile(f)(x)
+        assert counters["aot_autograd"]["autograd_cache_hit"] == 0
+        assert counters["inductor"]["fxgraph_cache_miss"] + counters["inductor"]["fxgraph_cache_hit"] == 1
+    torch.testing.assert_close(out, f(x))
