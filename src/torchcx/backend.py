@@ -83,6 +83,12 @@ def torchcx_backend(
     inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict, settings=settings)
     # (the settings take effect in _lower_and_compile: AOTAutograd's complex-space tracing
     # here runs no torchcx op)
+    # AOTAutograd's cache stays off for torchcx (docs/internals.md, "The AOTAutograd cache"):
+    # it saves an entry only for compiled functions with an FX graph cache key, which
+    # torchcx's boundary (BoundaryRuntime) has not, so it never hits for torchcx's graphs;
+    # and its key does not see torchcx's inner compiler, so with it on, an entry that a stock
+    # torch.compile of the same function saved was loaded instead and nothing was lowered
+    # (tests/test_internals.py::test_torchcx_never_loads_a_stock_aot_autograd_entry).
     with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
         return compile_fx(
             gm,
