@@ -95,7 +95,7 @@ def layer(module: str) -> str:
 
 def main() -> None:
     graph = import_graph()
-    layers = ("tensor", "_layout", "ops", "_boundary", "backend", "export", "explain")
+    layers = ("tensor", "_lowering", "_layout", "ops", "_boundary", "backend", "export", "explain")
     print("edges between layers (importer -> imported):")
     edges = sorted({(layer(a), layer(b)) for a, bs in graph.items() for b in bs if layer(a) != layer(b)})
     for a, b in edges:
