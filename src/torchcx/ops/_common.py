@@ -20,7 +20,7 @@ from torch._ops import OpOverload, OpOverloadPacket
 
 from .. import _layout
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
-from ._registry import register
+from ._registry import calling_family, register
 
 Part = Tensor | float
 Scalar = bool | int | float | complex
@@ -212,7 +212,7 @@ def unary(*ops: Op) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             re, im = fn(*parts(x, opmath(dtype)), *args, **kwargs)
             return wrap(re, im, dtype, x.shape, x.device)
 
-        register(*ops)(_named(fn, impl))
+        register(*ops, kind="formula")(_named(fn, impl))
         return fn
 
     return decorator
@@ -233,7 +233,7 @@ def unary_to_real(*ops: Op) -> Callable[[Callable[..., Any]], Callable[..., Any]
                 out = out.to(dtype)
             return out
 
-        register(*ops)(_named(fn, impl))
+        register(*ops, kind="formula")(_named(fn, impl))
         return fn
 
     return decorator
@@ -256,7 +256,7 @@ def binary(*ops: Op, to_real: bool = False) -> Callable[[Callable[..., Any]], Ca
                 return out
             return wrap(*out, ctype.real, common_shape(a, b), common_device(a, b))
 
-        register(*ops)(_named(fn, impl))
+        register(*ops, kind="formula")(_named(fn, impl))
         return fn
 
     return decorator
@@ -381,10 +381,12 @@ def overloads_of(*ops: Op) -> list[OpOverload]:
 
 
 def partwise(*ops: Op, values: Sequence[str] = ()) -> None:
-    """Register every overload of ``ops`` as a partwise op (see ``make_partwise``).
+    """Register every overload of ``ops`` as a partwise op (see ``make_partwise``), in the
+    family of the module that calls it.
 
     ``values`` names further Scalar arguments that are values of the result
     (``where``'s ``self``/``other``), split into parts like ``value``.
     """
+    family = calling_family()
     for overload in overloads_of(*ops):
-        register(overload)(make_partwise(overload, values))
+        register(overload, kind="partwise", family=family)(make_partwise(overload, values))

@@ -72,7 +72,7 @@ from .. import config
 from ..tensor import ComplexTensor, RealView
 from . import fft_real
 from ._common import opmath, to_complex
-from ._registry import EXTERN_OPS, REAL_TO_COMPLEX_OPS, register
+from ._registry import REAL_TO_COMPLEX_OPS, register
 from .extern import call_extern
 
 aten = torch.ops.aten
@@ -82,8 +82,6 @@ FFT_PRIMITIVES = (aten._fft_c2c.default, aten._fft_r2c.default, aten._fft_c2r.de
 
 PATHS = ("auto", "vendor", "real")
 
-# They may run as extern kernels (explain lists the calls a graph actually makes).
-EXTERN_OPS.update(op.overloadpacket for op in FFT_PRIMITIVES)
 REAL_TO_COMPLEX_OPS.add(aten._fft_r2c)
 
 
@@ -210,7 +208,7 @@ def _like_vendor(
     return out if len(out) > 1 else out[0]
 
 
-@register(aten._fft_c2c.default)
+@register(aten._fft_c2c.default, calls_extern=True)  # the vendor path
 def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
     x = to_complex(x)
     dims = _dims(x, dim)
@@ -224,7 +222,7 @@ def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -
     return ComplexTensor(*_like_vendor(aten._fft_c2c.default, x, x.dtype, args, re.to(part), im.to(part)))
 
 
-@register(aten._fft_r2c.default)
+@register(aten._fft_r2c.default, calls_extern=True)  # the vendor path
 def fft_r2c_impl(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
     if isinstance(x, ComplexTensor):
         raise RuntimeError(f"_fft_r2c expects a real input tensor, but got {x.dtype}")
@@ -241,7 +239,7 @@ def fft_r2c_impl(x: Tensor, dim: list[int], normalization: int, onesided: bool) 
     return ComplexTensor(*_like_vendor(aten._fft_r2c.default, x, part, args, re.to(part), im.to(part)))
 
 
-@register(aten._fft_c2r.default)
+@register(aten._fft_c2r.default, calls_extern=True)  # the vendor path
 def fft_c2r_impl(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
     x = to_complex(x)
     dims = _dims(x, dim)

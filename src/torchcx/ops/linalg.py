@@ -476,40 +476,41 @@ def _add_scaled(
 
 
 # -- the matmul family -----------------------------------------------------------------------
+# (``calls_extern``: the "native" strategy runs the vendor's complex GEMM as an extern kernel.)
 
 
-@register(aten.mm.default)
+@register(aten.mm.default, calls_extern=True)
 def mm_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("mm", a, b)
     return _wrap(*complex_matmul(a, b, gemm=aten.mm.default), ctype)
 
 
-@register(aten.bmm.default)
+@register(aten.bmm.default, calls_extern=True)
 def bmm_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("bmm", a, b)
     return _wrap(*complex_matmul(a, b, gemm=aten.bmm.default), ctype)
 
 
-@register(aten.mv.default)
+@register(aten.mv.default, calls_extern=True)
 def mv_impl(a: Tensor, v: Tensor) -> Tensor:
     ctype = _same_ctype("mv", a, v)
     return _wrap(*complex_matmul(a, v, gemm=aten.mv.default), ctype)
 
 
-@register(aten.dot.default)
+@register(aten.dot.default, calls_extern=True)
 def dot_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("dot", a, b)
     return _wrap(*complex_matmul(a, b, gemm=aten.dot.default), ctype)
 
 
-@register(aten.vdot.default)
+@register(aten.vdot.default, calls_extern=True)
 def vdot_impl(a: Tensor, b: Tensor) -> Tensor:
     # sum(conj(a) * b): the conjugation is a sign in the combination, not a pass over a.
     ctype = _same_ctype("vdot", a, b)
     return _wrap(*complex_matmul(a, b, gemm=aten.dot.default, conj_a=True), ctype)
 
 
-@register(aten.addmm.default)
+@register(aten.addmm.default, calls_extern=True)
 def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
@@ -521,14 +522,14 @@ def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any 
     return _add_scaled("addmm", self, product, beta, alpha, ctype)
 
 
-@register(aten.baddbmm.default)
+@register(aten.baddbmm.default, calls_extern=True)
 def baddbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("baddbmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
     return _add_scaled("baddbmm", self, complex_matmul(a, b, gemm=aten.bmm.default), beta, alpha, ctype)
 
 
-@register(aten.addbmm.default)
+@register(aten.addbmm.default, calls_extern=True)
 def addbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addbmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
@@ -559,7 +560,7 @@ def _zero_product(m: int, n: int, ctype: CType, device: torch.device) -> Parts:
     return torch.zeros((m, n), dtype=opmath(ctype.real), device=device), None
 
 
-@register(aten.addmv.default)
+@register(aten.addmv.default, calls_extern=True)
 def addmv_impl(self: Tensor, a: Tensor, v: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addmv", self, a, v)
     _check_scalars(ctype, alpha, beta)
@@ -706,7 +707,7 @@ register_extern(
 )
 
 
-@register(aten.linalg_pinv.atol_rtol_tensor)
+@register(aten.linalg_pinv.atol_rtol_tensor, calls_extern=True)
 def linalg_pinv_impl(
     x: Tensor,
     *,

@@ -1048,7 +1048,7 @@ def _refuse_complex(kernel: str, *ops: Any) -> None:
 
     for op in overloads_of(*ops):
         if not any(a.is_out for a in op._schema.arguments):
-            register(op)(impl)
+            register(op, kind="refused")(impl)
 
 
 _refuse_complex("xlogy_cpu", aten.xlogy)
