@@ -20,9 +20,9 @@ from torch._ops import OpOverload, OpOverloadPacket
 
 from .. import _layout
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
+from ._parts import Part, parts, wrap
 from ._registry import calling_family, register
 
-Part = Tensor | float
 Scalar = bool | int | float | complex
 Op = OpOverload | OpOverloadPacket
 
@@ -129,41 +129,8 @@ def opmath(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-# -- parts in and out ------------------------------------------------------------------
-
-
-def parts(x: Any, dtype: torch.dtype) -> tuple[Part, Part]:
-    """``x`` (ComplexTensor, real tensor or scalar) as (re, im) in ``dtype``.
-
-    A real operand gets a zero imaginary part, as torch's promotion to complex
-    does: the formulas then treat it exactly as eager's complex kernels would
-    (``inf * 0`` and the sign of zero included).
-    """
-    if isinstance(x, ComplexTensor):
-        return x.re.to(dtype), x.im.to(dtype)
-    if isinstance(x, RealView):
-        return x.materialize().to(dtype), 0.0
-    if isinstance(x, Tensor):
-        if x.is_complex():
-            raise TypeError("torchcx internal error: native complex tensor reached a formula")
-        return x.to(dtype), 0.0
-    if isinstance(x, complex):
-        return x.real, x.imag
-    return x, 0.0
-
-
-def full_part(v: Part, shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> Tensor:
-    """``v`` as a tensor of exactly ``shape`` and ``dtype`` that owns its memory."""
-    if isinstance(v, Tensor):
-        if tuple(v.shape) != tuple(shape):
-            v = v.expand(shape).clone()
-        return v.to(dtype)
-    return torch.full(shape, v, dtype=dtype, device=device)
-
-
-def wrap(re: Part, im: Part, dtype: torch.dtype, shape: Sequence[int], device: torch.device) -> ComplexTensor:
-    """A ComplexTensor of the given part dtype from computed parts."""
-    return ComplexTensor(full_part(re, shape, dtype, device), full_part(im, shape, dtype, device))
+# -- operands --------------------------------------------------------------------------
+# (splitting operands into parts and wrapping results: ``_parts``)
 
 
 def common_shape(*xs: Any) -> torch.Size:
@@ -192,6 +159,15 @@ def to_complex(x: Any, ctype: CType | None = None) -> ComplexTensor:
 
 def complex_dtype(ctype: CType) -> torch.dtype:
     return complex_dtype_of(ctype.real) if ctype.is_complex else ctype.real
+
+
+def size_hint(n: int | torch.SymInt) -> int:
+    """A size as an int; a symbolic one by its hint, without adding a guard (for speed choices
+    only: Note [FFT path selection], Note [GEMM strategy rule]); 65536 when it has no hint."""
+    if isinstance(n, torch.SymInt):
+        hint = n.node.hint
+        return int(hint) if hint is not None else 1 << 16
+    return int(n)
 
 
 # -- family decorators -------------------------------------------------------------------

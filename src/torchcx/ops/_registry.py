@@ -463,7 +463,8 @@ def _copy_result(func: OpOverload, dst: Tensor, value: Any) -> None:
     if isinstance(value, Tensor):
         if not torch.can_cast(value.dtype, dst.dtype) and value.dtype != dst.dtype:
             raise RuntimeError(
-                f"result type {_dtype_name(value)} can't be cast to the desired output type {_dtype_name(dst)} ({func})"
+                f"result type {scalar_type_name(value)} can't be cast to the desired output type "
+                f"{scalar_type_name(dst)} ({func})"
             )
         if value.shape != dst.shape and torch.broadcast_shapes(value.shape, dst.shape) != dst.shape:
             raise RuntimeError(
@@ -484,7 +485,13 @@ def _resize_out(func: OpOverload, out: Tensor, value: Any) -> None:
     out.resize_(value.shape)
 
 
-def _dtype_name(t: Tensor) -> str:
+# -- dtype names in error messages ---------------------------------------------------------
+# Each mimics the message of the eager error it stands for, or is torchcx's own.
+
+
+def scalar_type_name(t: Tensor) -> str:
+    """``t``'s dtype as eager's errors name it, c10's ScalarType ("ComplexFloat", "Float");
+    "ComplexBFloat16" for bfloat16 parts, which torch has no dtype for."""
     if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16:
         return "ComplexBFloat16"
     names = {
@@ -497,6 +504,26 @@ def _dtype_name(t: Tensor) -> str:
         torch.bfloat16: "BFloat16",
     }
     return names.get(t.dtype, str(t.dtype))
+
+
+def c10_type_name(dtype: torch.dtype) -> str:
+    """``dtype`` as eager's dtype checks of some kernels name it, the C++ type ("c10::complex<float>")."""
+    return {
+        torch.complex128: "c10::complex<double>",
+        torch.complex64: "c10::complex<float>",
+        torch.complex32: "c10::complex<c10::Half>",
+        torch.float64: "double",
+        torch.float32: "float",
+        torch.float16: "c10::Half",
+        torch.bfloat16: "c10::BFloat16",
+    }.get(dtype, str(dtype))
+
+
+def dtype_text(t: Tensor) -> str:
+    """``t``'s dtype in torchcx's own errors: "complex64", or "complex with bfloat16 parts"."""
+    if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16:
+        return "complex with bfloat16 parts"
+    return str(t.dtype).replace("torch.", "")
 
 
 # -- PyTorch's own decompositions ----------------------------------------------------

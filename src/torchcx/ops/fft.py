@@ -71,7 +71,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 from .. import config
 from ..tensor import ComplexTensor, RealView
 from . import fft_real
-from ._common import opmath, to_complex
+from ._common import opmath, size_hint, to_complex
 from ._registry import REAL_TO_COMPLEX_OPS, register
 from .extern import call_extern
 
@@ -107,14 +107,6 @@ def _real_path_points(n: int, part: torch.dtype) -> tuple[int, bool]:
     return 2 * fft_real.bluestein_length(n), True
 
 
-def _hint(n: Any) -> int:
-    """A size as an int; a symbolic one by its hint (no guard: the choice is a speed choice only)."""
-    if isinstance(n, torch.SymInt):
-        hint = n.node.hint
-        return int(hint) if hint is not None else 1 << 16
-    return int(n)
-
-
 def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch: Any) -> bool:
     """Whether the real-arithmetic FFT is faster (Note [FFT path selection]).
 
@@ -125,10 +117,10 @@ def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch
     costs = [_real_path_points(n, part) for n in sizes]
     bluestein = any(b for _, b in costs)
     threshold = part if not bluestein or part == torch.float64 else torch.float32
-    points = _hint(batch) * math.prod(c for c, _ in costs)
+    points = size_hint(batch) * math.prod(c for c, _ in costs)
     if points <= _CPU_REAL_POINTS[threshold]:
         return True
-    single = _hint(batch) == 1 and all(n & (n - 1) == 0 for n in sizes)
+    single = size_hint(batch) == 1 and all(n & (n - 1) == 0 for n in sizes)
     return single and points <= _CPU_REAL_SINGLE[part]
 
 
