@@ -133,9 +133,9 @@ def without_sin(monkeypatch):
         table.pop(key, None)
     monkeypatch.setattr(_registry, "_TABLE", table)
     monkeypatch.setattr(_registry, "_core_decompositions", lambda: {})
-    _registry.resolve.cache_clear()
+    _registry.entry_for.cache_clear()
     yield
-    _registry.resolve.cache_clear()
+    _registry.entry_for.cache_clear()
 
 
 def test_fallback_warns_once_and_is_correct(without_sin):

@@ -6,19 +6,17 @@
 
 The first command runs the conformance suites and records every per-op
 result in docs/conformance.json (see tests/opinfo_harness.py); the second
-reads the op tables (``torchcx.ops.registered_ops()``) and that file. Nothing
-on the page is written by hand.
+reads the op tables (``torchcx.ops.table()``: each entry records its kind and
+family; ``derived_variant`` says which in-place and out= overloads copy its result)
+and that file. Nothing on the page is written by hand.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +25,10 @@ import torch
 from torch._ops import OpOverload, OpOverloadPacket
 
 import torchcx
-from torchcx.ops import _common, extern
-from torchcx.ops._registry import EXTERN_OPS, registered_ops, resolve
+from torchcx.ops import OpEntry, entry_for, table
+from torchcx.ops._registry import derived_variant
 
 ROOT = Path(__file__).resolve().parent.parent
-OPS_DIR = ROOT / "src" / "torchcx" / "ops"
 DEFAULT_JSON = ROOT / "docs" / "conformance.json"
 DEFAULT_PAGE = ROOT / "docs" / "supported-ops.md"
 aten = torch.ops.aten
@@ -65,53 +62,11 @@ class Row:
     derived: list[str]
 
 
-def _code_of(fn: Callable[..., Any]) -> Any:
-    return getattr(fn, "__code__", None)
-
-
-# Implementations made by a factory share its inner function's code object.
-_PARTWISE_CODE = _code_of(_common.make_partwise(aten.flip.default))
-_EXTERN_CODE = _code_of(extern._make_extern(aten.linalg_eig.default))
-
-
-_OP_NAME = re.compile(r"^(?:torch\.ops\.)?(aten|prims)\.(\w+)")
-
-
-def _registrations_in_sources() -> dict[str, str]:
-    """Op name ("aten.flip") -> family module, for ops registered through partwise(...)/register_extern(...) calls.
-
-    Those implementations are made in _common/extern, so their ``__module__``
-    does not tell which family registered them: read it from the call sites.
-    """
-    found: dict[str, str] = {}
-    for path in sorted(OPS_DIR.glob("*.py")):
-        if path.stem.startswith("_"):
-            continue
-        tree = ast.parse(path.read_text())
-        constants = {
-            t.id: node.value
-            for node in tree.body
-            if isinstance(node, (ast.Assign, ast.AnnAssign))
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-            if isinstance(t, ast.Name) and node.value is not None
-        }
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-                continue
-            if node.func.id not in ("partwise", "register_extern"):
-                continue
-            for arg in node.args:
-                value = (
-                    constants.get(arg.value.id)
-                    if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name)
-                    else arg
-                )
-                for sub in ast.walk(value) if value is not None else ():
-                    # aten.flip, aten.flip.default, torch.ops.prims.rev
-                    match = isinstance(sub, ast.Attribute) and _OP_NAME.match(ast.unparse(sub))
-                    if match:
-                        found.setdefault(f"{match[1]}.{match[2]}", path.stem)
-    return found
+def _kind_label(entry: OpEntry) -> str:
+    """The entry's kind as the page names it (a key of ``KINDS``)."""
+    if entry.kind == "implementation" and entry.calls_extern:
+        return "implementation + extern"
+    return entry.kind
 
 
 def _packet_name(key: OpOverload | OpOverloadPacket) -> str:
@@ -119,66 +74,35 @@ def _packet_name(key: OpOverload | OpOverloadPacket) -> str:
     return str(key.overloadpacket if isinstance(key, OpOverload) else key)
 
 
-def _derived_variants(key: OpOverload | OpOverloadPacket, table: dict[Any, Any]) -> list[str]:
-    """In-place and out= overloads not in the table that resolve() derives from this entry."""
+def _derived_variants(key: OpOverload | OpOverloadPacket, entries: dict[Any, OpEntry]) -> list[str]:
+    """The in-place and out= overloads of the entry's op that resolve to a copy of its result."""
     packet = key.overloadpacket if isinstance(key, OpOverload) else key
     name = packet.__name__
-    candidates: list[OpOverload] = []
     inplace = getattr(aten, name + "_", None) if not name.endswith("_") else None
-    for p in (packet, inplace):
-        if p is None:
-            continue
-        candidates += [getattr(p, o) for o in p.overloads()]
     derived = []
-    for overload in candidates:
-        if overload in table or overload is key:
-            continue
-        if isinstance(key, OpOverload):
-            # only the variants of this very overload (mul_.Tensor, mul.out for mul.Tensor)
-            from torchcx.ops._registry import _functional_overload
-
-            if _functional_overload(overload) is not key:
-                continue
-        impl = resolve(overload)
-        code = _code_of(impl)
-        if code is not None and code.co_name in ("inplace", "out_variant") and impl.__module__.endswith("_registry"):
-            derived.append(str(overload).removeprefix("aten."))
+    for p in (packet, inplace):
+        for overload in (getattr(p, o) for o in p.overloads()) if p is not None else ():
+            if overload in entries or derived_variant(overload) is None:
+                continue  # (entry_for would try PyTorch's decompositions: some overloads have no kernel)
+            entry = entry_for(overload)  # (a packet's entry, if there is one, comes first)
+            if entry.base is not None and entry.base.op is key:
+                derived.append(str(overload).removeprefix("aten."))
     return sorted(derived)
 
 
 def op_rows() -> list[Row]:
-    table = registered_ops()
-    by_source = _registrations_in_sources()
-    rows = []
-    for key, impl in table.items():
-        packet = _packet_name(key)
-        code = _code_of(impl)
-        if code is _PARTWISE_CODE:
-            kind, family = "partwise", by_source.get(packet, "?")
-        elif code is _EXTERN_CODE:
-            kind, family = "extern", by_source.get(packet, "?")
-        else:
-            formula = getattr(impl, "__wrapped__", None)
-            fn = formula if formula is not None else impl
-            family = fn.__module__.rsplit(".", 1)[-1]
-            if formula is not None:
-                kind = "formula"
-            elif getattr(code, "co_qualname", "").startswith("_refuse_complex"):
-                kind = "refused"
-            elif (key.overloadpacket if isinstance(key, OpOverload) else key) in EXTERN_OPS:
-                kind = "implementation + extern"
-            else:
-                kind = "implementation"
-        rows.append(
-            Row(
-                op=str(key),
-                packet=packet,
-                family=family,
-                implementation=getattr(impl, "__name__", repr(impl)),
-                kind=kind,
-                derived=_derived_variants(key, table),
-            )
+    entries = table()
+    rows = [
+        Row(
+            op=str(key),
+            packet=_packet_name(key),
+            family=entry.family or "?",
+            implementation=getattr(entry.impl, "__name__", repr(entry.impl)),
+            kind=_kind_label(entry),
+            derived=_derived_variants(key, entries),
         )
+        for key, entry in entries.items()
+    ]
     return sorted(rows, key=lambda r: (r.family, r.op))
 
 

@@ -345,7 +345,7 @@ def _refuse_externs(gm: fx.GraphModule) -> None:
     """Raise for a complex op that only a native complex kernel computes (a LAPACK factorization)."""
     for node in gm.graph.nodes:
         packet = getattr(node.target, "overloadpacket", None)
-        if packet is None or packet not in EXTERN_OPS or packet.__name__.startswith("_fft"):
+        if packet is None or packet not in EXTERN_OPS:
             continue  # (the FFT has its real-arithmetic form, or the vendor one: fft=)
         values = [a.meta.get("val") for a in node.all_input_nodes] + tree_flatten(node.meta.get("val"))[0]
         dtypes = sorted({str(v.dtype) for v in values if isinstance(v, Tensor) and v.is_complex()})

@@ -177,34 +177,34 @@ def _check_parts(re: Tensor, im: Tensor) -> None:
         raise ValueError(f"torchcx: parts differ in device: {re.device} and {im.device}")
 
 
+def parts_interleave(re: Tensor, im: Tensor) -> bool:
+    """Whether ``re`` and ``im`` are the two halves of one interleaved buffer, as ``from_interleaved``
+    makes them (lazy negation aside): the same storage and strides, ``im`` one element after ``re``.
+
+    Works on fake tensors too (storage identity is tracked by fake and functional tensors alike).
+    """
+    return (
+        re.stride() == im.stride()
+        and im.storage_offset() == re.storage_offset() + 1
+        and StorageWeakRef(re.untyped_storage()) == StorageWeakRef(im.untyped_storage())
+    )
+
+
 def element_unit(re: Tensor, im: Tensor) -> int:
     """Part elements per complex element: 2 if ``re`` and ``im`` interleave in one buffer, else 1.
 
-    Interleaved means what ``from_interleaved`` makes (lazy negation aside):
-    same storage and strides, ``im`` one element after ``re``, and even
-    strides and offset, so that the halved ones are whole complex elements.
+    Interleaved means ``parts_interleave``, with even strides and offset, so
+    that the halved ones are whole complex elements.
     """
-    if re.stride() != im.stride() or im.storage_offset() != re.storage_offset() + 1:
-        return 1
     if re.storage_offset() % 2 or any(s % 2 for s, n in zip(re.stride(), re.shape) if n > 1):
         return 1
-    if StorageWeakRef(re.untyped_storage()) != StorageWeakRef(im.untyped_storage()):
-        return 1
-    return 2
+    return 2 if parts_interleave(re, im) else 1
 
 
 def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
-    """The real ``[..., 2]`` view covering both parts, if they interleave in one buffer.
-
-    That is: same storage, same strides, ``im`` one element after ``re``, no
-    lazy negation. Returns None otherwise. Works on fake tensors too (storage
-    identity is tracked by fake and functional tensors alike).
-    """
-    if re.is_neg() or im.is_neg() or re.stride() != im.stride():
-        return None
-    if StorageWeakRef(re.untyped_storage()) != StorageWeakRef(im.untyped_storage()):
-        return None
-    if im.storage_offset() != re.storage_offset() + 1:
+    """The real ``[..., 2]`` view covering both parts, if they interleave in one buffer
+    (``parts_interleave``, and no lazy negation). Returns None otherwise."""
+    if re.is_neg() or im.is_neg() or not parts_interleave(re, im):
         return None
     # as_strided addresses the storage, so taking it of re's base (when re is a
     # view) is the same view; it keeps Inductor from copying a lazy view of an

@@ -9,7 +9,6 @@ real tensors (and ``torchcx::extern`` calls for the ops that run as extern kerne
 from __future__ import annotations
 
 import contextlib
-import functools
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from torch._ops import OpOverload
 from torch.utils._pytree import tree_flatten, tree_map
 
 from .. import _layout, _lowering, config
-from ..ops import dispatch, resolve
+from ..ops import dispatch, entry_for
 from ..ops._registry import describe_args
 from ..ops.extern import call_extern
 from ..tensor import ComplexTensor, RealView
@@ -177,11 +176,11 @@ class _Retracer:
         args = _complex_scalars_as_tensors(target, args)
         name = str(target)
         try:
-            impl = resolve(target)
-            if isinstance(impl, functools.partial) and impl.func.__name__ == "_not_implemented":
+            entry = entry_for(target)
+            if entry.kind == "missing":
                 raise NotImplementedError(f"torchcx: no complex decomposition for {target}")
             out = dispatch(target, args, kwargs)
-            self.lowered.setdefault(name, getattr(impl, "__name__", repr(impl)))
+            self.lowered.setdefault(name, getattr(entry.impl, "__name__", repr(entry.impl)))
             return out
         except NotImplementedError as e:
             if self.strict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -20,37 +20,14 @@ from torch._ops import OpOverload, OpOverloadPacket
 
 from .. import _layout
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
-from ._registry import register
+from ._parts import CType, Part, parts, wrap
+from ._registry import calling_family, register
 
-Part = Tensor | float
 Scalar = bool | int | float | complex
 Op = OpOverload | OpOverloadPacket
 
 
 # -- type promotion --------------------------------------------------------------------
-
-
-class CType(NamedTuple):
-    """A value type in "part space": the real dtype of the parts, and whether complex.
-
-    (float32, True) is complex64; (bfloat16, True) is complex with bfloat16
-    parts, which torch has no dtype for. Promotion in part space is torch's
-    promotion applied to the parts, which is what torch does for the complex
-    dtypes it has (complex64 x float64 -> complex128, complex32 x float32 ->
-    complex64) and extends it to bfloat16 parts.
-    """
-
-    real: torch.dtype
-    is_complex: bool
-
-    @property
-    def is_floating(self) -> bool:
-        return self.real.is_floating_point and not self.is_complex
-
-    def promote(self, other: CType | None) -> CType:
-        if other is None:
-            return self
-        return CType(torch.promote_types(self.real, other.real), self.is_complex or other.is_complex)
 
 
 def ctype_of(x: Any) -> CType:
@@ -129,41 +106,8 @@ def opmath(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-# -- parts in and out ------------------------------------------------------------------
-
-
-def parts(x: Any, dtype: torch.dtype) -> tuple[Part, Part]:
-    """``x`` (ComplexTensor, real tensor or scalar) as (re, im) in ``dtype``.
-
-    A real operand gets a zero imaginary part, as torch's promotion to complex
-    does: the formulas then treat it exactly as eager's complex kernels would
-    (``inf * 0`` and the sign of zero included).
-    """
-    if isinstance(x, ComplexTensor):
-        return x.re.to(dtype), x.im.to(dtype)
-    if isinstance(x, RealView):
-        return x.materialize().to(dtype), 0.0
-    if isinstance(x, Tensor):
-        if x.is_complex():
-            raise TypeError("torchcx internal error: native complex tensor reached a formula")
-        return x.to(dtype), 0.0
-    if isinstance(x, complex):
-        return x.real, x.imag
-    return x, 0.0
-
-
-def full_part(v: Part, shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> Tensor:
-    """``v`` as a tensor of exactly ``shape`` and ``dtype`` that owns its memory."""
-    if isinstance(v, Tensor):
-        if tuple(v.shape) != tuple(shape):
-            v = v.expand(shape).clone()
-        return v.to(dtype)
-    return torch.full(shape, v, dtype=dtype, device=device)
-
-
-def wrap(re: Part, im: Part, dtype: torch.dtype, shape: Sequence[int], device: torch.device) -> ComplexTensor:
-    """A ComplexTensor of the given part dtype from computed parts."""
-    return ComplexTensor(full_part(re, shape, dtype, device), full_part(im, shape, dtype, device))
+# -- operands --------------------------------------------------------------------------
+# (splitting operands into parts and wrapping results: ``_parts``)
 
 
 def common_shape(*xs: Any) -> torch.Size:
@@ -194,6 +138,15 @@ def complex_dtype(ctype: CType) -> torch.dtype:
     return complex_dtype_of(ctype.real) if ctype.is_complex else ctype.real
 
 
+def size_hint(n: int | torch.SymInt) -> int:
+    """A size as an int; a symbolic one by its hint, without adding a guard (for speed choices
+    only: Note [FFT path selection], Note [GEMM strategy rule]); 65536 when it has no hint."""
+    if isinstance(n, torch.SymInt):
+        hint = n.node.hint
+        return int(hint) if hint is not None else 1 << 16
+    return int(n)
+
+
 # -- family decorators -------------------------------------------------------------------
 
 
@@ -212,7 +165,7 @@ def unary(*ops: Op) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             re, im = fn(*parts(x, opmath(dtype)), *args, **kwargs)
             return wrap(re, im, dtype, x.shape, x.device)
 
-        register(*ops)(_named(fn, impl))
+        register(*ops, kind="formula")(_named(fn, impl))
         return fn
 
     return decorator
@@ -233,7 +186,7 @@ def unary_to_real(*ops: Op) -> Callable[[Callable[..., Any]], Callable[..., Any]
                 out = out.to(dtype)
             return out
 
-        register(*ops)(_named(fn, impl))
+        register(*ops, kind="formula")(_named(fn, impl))
         return fn
 
     return decorator
@@ -256,7 +209,7 @@ def binary(*ops: Op, to_real: bool = False) -> Callable[[Callable[..., Any]], Ca
                 return out
             return wrap(*out, ctype.real, common_shape(a, b), common_device(a, b))
 
-        register(*ops)(_named(fn, impl))
+        register(*ops, kind="formula")(_named(fn, impl))
         return fn
 
     return decorator
@@ -381,10 +334,12 @@ def overloads_of(*ops: Op) -> list[OpOverload]:
 
 
 def partwise(*ops: Op, values: Sequence[str] = ()) -> None:
-    """Register every overload of ``ops`` as a partwise op (see ``make_partwise``).
+    """Register every overload of ``ops`` as a partwise op (see ``make_partwise``), in the
+    family of the module that calls it.
 
     ``values`` names further Scalar arguments that are values of the result
     (``where``'s ``self``/``other``), split into parts like ``value``.
     """
+    family = calling_family()
     for overload in overloads_of(*ops):
-        register(overload)(make_partwise(overload, values))
+        register(overload, kind="partwise", family=family)(make_partwise(overload, values))

@@ -2,22 +2,27 @@
 
 Note [How an op is resolved]
 ----------------------------
-``dispatch(func, args, kwargs)`` finds an implementation for the aten overload
-``func`` in this order, and caches the answer per overload:
+``dispatch(func, args, kwargs)`` runs the implementation ``entry_for(func)``
+finds for the aten overload ``func``, in this order (the answer, an ``OpEntry``,
+is cached per overload):
 
-1. The table. Family modules fill it with ``@register(aten.exp)`` and friends;
-   a key is an ``OpOverload`` (one overload) or an ``OpOverloadPacket`` (all
+1. The table. Family modules fill it with ``@register(aten.exp)``, the family
+   decorators of ``_common`` (``unary``, ``binary``, ``partwise``, ...) and
+   ``extern.register_extern``; each entry records its kind and family. A key
+   is an ``OpOverload`` (one overload) or an ``OpOverloadPacket`` (all
    overloads of the op). Registering a key twice is an error at import.
 2. In-place and ``out=`` variants of a registered functional op:
    ``aten.mul_.Tensor`` runs ``aten.mul.Tensor`` and copies the result into
    ``self``; ``aten.mul.out`` copies it into ``out``. Torch's casting rule for
    in-place results applies (complex into a real tensor is an error).
-3. PyTorch's own decomposition of the op (``torch._decomp``), or its
-   CompositeImplicitAutograd kernel. These re-enter dispatch with simpler ops.
-   Decompositions that are wrong for complex inputs are listed, with the
-   reason, in ``DECOMPOSITION_DENYLIST``.
-4. Otherwise ``NotImplementedError`` naming the op and the argument dtypes:
-   never a silent wrong answer.
+3. PyTorch's own decomposition of the op (``torch._decomp``'s core aten
+   decompositions), or its CompositeImplicitAutograd kernel. These re-enter
+   dispatch with simpler ops. (A decomposition that is wrong for complex
+   inputs is overridden by a table entry: step 1 comes first.)
+4. Otherwise the entry is "missing": its implementation raises
+   ``NotImplementedError`` naming the op and the argument dtypes, never a
+   silent wrong answer. (The compile backend reads the kind and runs the op
+   as an eager fallback instead.)
 
 Native complex tensors among the arguments are wrapped (zero-copy) as
 ComplexTensor before the implementation runs, so implementations see only
@@ -28,8 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -42,13 +49,53 @@ from ..tensor import ComplexTensor, RealView, complex32_parts
 aten = torch.ops.aten
 
 Impl = Callable[..., Any]
-_TABLE: dict[OpOverload | OpOverloadPacket, Impl] = {}
+Op = OpOverload | OpOverloadPacket
 
-#: Ops whose torch._decomp decomposition must not be used on complex inputs.
-DECOMPOSITION_DENYLIST: dict[OpOverloadPacket, str] = {}
+#: How a table entry computes its op (step 1 of Note [How an op is resolved]).
+TableKind = Literal["formula", "partwise", "implementation", "extern", "refused"]
+#: How an overload resolves: a table kind, or one of steps 2 to 4.
+EntryKind = Literal[
+    "formula",  # a formula on the parts (``_common.unary``, ``unary_to_real``, ``binary``): elementwise
+    "partwise",  # the op applied to each part (``_common.partwise``): views, movement, indexing, fills
+    "implementation",  # a decomposition into real ops written for the op (``@register``)
+    "extern",  # the native complex kernel on interleaved data (``extern.register_extern``)
+    "refused",  # eager has no complex kernel: raise eager's error rather than compute one
+    "inplace_variant",  # runs a table entry and copies into ``self`` (step 2)
+    "out_variant",  # runs a table entry and copies into ``out=`` (step 2)
+    "decomposition",  # PyTorch's core aten decomposition (step 3)
+    "composite",  # PyTorch's CompositeImplicitAutograd kernel (step 3)
+    "missing",  # nothing computes it: the implementation raises NotImplementedError (step 4)
+]
+TABLE_KINDS: tuple[TableKind, ...] = ("formula", "partwise", "implementation", "extern", "refused")
 
-#: Ops torchcx runs as extern kernels over interleaved data (LAPACK, vendor FFT).
-#: Filled by ``register_extern``; the compile backend and ``explain`` read it.
+
+@dataclass(frozen=True)
+class OpEntry:
+    """How torchcx computes one aten op: a table entry, or what an overload resolves to."""
+
+    #: The table key (an overload or a packet); for steps 2 to 4, the overload resolved.
+    op: Op
+    impl: Impl
+    kind: EntryKind
+    #: The module under ``torchcx/ops`` that registered the entry ("pointwise", "linalg", ...);
+    #: a variant's is its base's; None for PyTorch's decompositions and missing ops.
+    family: str | None
+    #: Whether the implementation may run the native complex kernel (Note [Extern kernels]):
+    #: always for "extern", by size, dtype, device or config for the FFT and GEMM paths.
+    calls_extern: bool = False
+    #: The table entry an in-place or ``out=`` variant runs.
+    base: OpEntry | None = None
+
+    @property
+    def in_table(self) -> bool:
+        return self.kind in TABLE_KINDS
+
+
+_TABLE: dict[Op, OpEntry] = {}
+
+#: Ops torchcx runs as extern kernels over interleaved data (LAPACK): the packets of the
+#: "extern" entries, filled by ``register``. ``torchcx.export`` reads it to refuse them in a
+#: real-only graph.
 EXTERN_OPS: set[OpOverloadPacket] = set()
 
 #: Ops a RealView (``view_as_real`` of planar parts) runs through an implementation of their
@@ -66,25 +113,48 @@ WRITE_CHECKS: list[Impl] = []
 REAL_TO_COMPLEX_OPS: set[OpOverloadPacket] = set()
 
 
-def register(*ops: OpOverload | OpOverloadPacket) -> Callable[[Impl], Impl]:
-    """Register the decorated function as the implementation of ``ops``."""
+def register(
+    *ops: Op,
+    kind: TableKind = "implementation",
+    family: str | None = None,
+    calls_extern: bool = False,
+) -> Callable[[Impl], Impl]:
+    """Register the decorated function as the implementation of ``ops``: one table entry each.
+
+    ``family`` is the module that registers it, by default the function's own
+    (the family decorators, whose functions are made elsewhere, pass it).
+    """
 
     def decorator(fn: Impl) -> Impl:
+        owner = family if family is not None else fn.__module__.rpartition(".")[2]
         for op in ops:
             if op in _TABLE:
                 raise RuntimeError(
-                    f"torchcx: {op} registered twice: by {_TABLE[op].__qualname__} and by {fn.__qualname__}"
+                    f"torchcx: {op} registered twice: by {_TABLE[op].impl.__qualname__} and by {fn.__qualname__}"
                 )
-            _TABLE[op] = fn
-        resolve.cache_clear()
+            _TABLE[op] = OpEntry(op, fn, kind, owner, calls_extern=calls_extern or kind == "extern")
+            if kind == "extern":
+                EXTERN_OPS.add(op.overloadpacket if isinstance(op, OpOverload) else op)
+        entry_for.cache_clear()
         return fn
 
     return decorator
 
 
-def registered_ops() -> dict[OpOverload | OpOverloadPacket, Impl]:
-    """A copy of the table, for coverage reports."""
+def calling_family(depth: int = 1) -> str:
+    """The family of the code ``depth`` frames above the caller: the module a helper that makes
+    its implementations itself (``partwise``, ``register_extern``) registers them for."""
+    return sys._getframe(depth + 1).f_globals["__name__"].rpartition(".")[2]
+
+
+def table() -> dict[Op, OpEntry]:
+    """A copy of the table: every registered entry, for coverage reports and tests."""
     return dict(_TABLE)
+
+
+def registered_ops() -> dict[Op, Impl]:
+    """The table's implementations by key (``table()`` has the entries)."""
+    return {op: entry.impl for op, entry in _TABLE.items()}
 
 
 def _wrap_native(x: Any) -> Any:
@@ -95,7 +165,7 @@ def _wrap_native(x: Any) -> Any:
 
 def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run aten overload ``func`` on arguments that may include ComplexTensors."""
-    impl = resolve(func)
+    impl = entry_for(func).impl
     _check_operands(func, args, kwargs)
     mutable = func._schema.is_mutable
     if mutable:
@@ -256,22 +326,27 @@ def _mutated_originals(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str
 
 
 @functools.cache
-def resolve(func: OpOverload) -> Impl:
-    """The implementation used for ``func`` (see Note [How an op is resolved])."""
-    impl = _TABLE.get(func)
-    if impl is None and not any(a.is_out for a in func._schema.arguments):
+def entry_for(func: OpOverload) -> OpEntry:
+    """How ``func`` is computed (Note [How an op is resolved]): its table entry, or the derived one."""
+    entry = _TABLE.get(func)
+    if entry is None and not any(a.is_out for a in func._schema.arguments):
         # A packet's entry is its functional overloads' implementation; its
         # out= overloads (``aten.exp.out``) are derived from them (step 2).
-        impl = _TABLE.get(func.overloadpacket)
-    if impl is not None:
-        return impl
-    variant = _mutating_variant(func)
+        entry = _TABLE.get(func.overloadpacket)
+    if entry is not None:
+        return entry
+    variant = derived_variant(func)
     if variant is not None:
         return variant
     decomposition = _decomposition(func)
     if decomposition is not None:
         return decomposition
-    return functools.partial(_not_implemented, func)
+    return OpEntry(func, functools.partial(_not_implemented, func), "missing", None)
+
+
+def resolve(func: OpOverload) -> Impl:
+    """The implementation used for ``func``: ``entry_for(func).impl``."""
+    return entry_for(func).impl
 
 
 #: Ops that order their operands: complex numbers have no order, and PyTorch refuses
@@ -288,7 +363,7 @@ _ORDERING_OPS = frozenset(
 
 
 def _not_implemented(func: OpOverload, *args: Any, **kwargs: Any) -> Any:
-    # (the compile backend recognises this function by name: keep it)
+    # The implementation of a "missing" entry: an error naming the op and what to do instead.
     if func.overloadpacket in _ORDERING_OPS:
         instead = (
             "complex numbers have no order (PyTorch refuses this op for complex dtypes too): "
@@ -353,11 +428,13 @@ def _functional_overload(func: OpOverload) -> OpOverload | None:
     return None
 
 
-def _mutating_variant(func: OpOverload) -> Impl | None:
+def derived_variant(func: OpOverload) -> OpEntry | None:
+    """The entry of an in-place or ``out=`` overload that runs a table entry (step 2), if it is one."""
     functional = _functional_overload(func)
     if functional is None:
         return None
-    if _TABLE.get(functional) is None and _TABLE.get(functional.overloadpacket) is None:
+    base = _TABLE.get(functional) or _TABLE.get(functional.overloadpacket)
+    if base is None:
         return None
     out_names = [a.name for a in func._schema.arguments if a.is_out]
     if not out_names:
@@ -367,7 +444,7 @@ def _mutating_variant(func: OpOverload) -> Impl | None:
             _copy_result(func, self, result)
             return self
 
-        return inplace
+        return OpEntry(func, inplace, "inplace_variant", base.family, base.calls_extern, base)
 
     def out_variant(*args: Any, **kwargs: Any) -> Any:
         outs = [kwargs.pop(n) for n in out_names]
@@ -378,14 +455,15 @@ def _mutating_variant(func: OpOverload) -> Impl | None:
             _copy_result(func, out, value)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    return out_variant
+    return OpEntry(func, out_variant, "out_variant", base.family, base.calls_extern, base)
 
 
 def _copy_result(func: OpOverload, dst: Tensor, value: Any) -> None:
     if isinstance(value, Tensor):
         if not torch.can_cast(value.dtype, dst.dtype) and value.dtype != dst.dtype:
             raise RuntimeError(
-                f"result type {_dtype_name(value)} can't be cast to the desired output type {_dtype_name(dst)} ({func})"
+                f"result type {scalar_type_name(value)} can't be cast to the desired output type "
+                f"{scalar_type_name(dst)} ({func})"
             )
         if value.shape != dst.shape and torch.broadcast_shapes(value.shape, dst.shape) != dst.shape:
             raise RuntimeError(
@@ -406,7 +484,13 @@ def _resize_out(func: OpOverload, out: Tensor, value: Any) -> None:
     out.resize_(value.shape)
 
 
-def _dtype_name(t: Tensor) -> str:
+# -- dtype names in error messages ---------------------------------------------------------
+# Each mimics the message of the eager error it stands for, or is torchcx's own.
+
+
+def scalar_type_name(t: Tensor) -> str:
+    """``t``'s dtype as eager's errors name it, c10's ScalarType ("ComplexFloat", "Float");
+    "ComplexBFloat16" for bfloat16 parts, which torch has no dtype for."""
     if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16:
         return "ComplexBFloat16"
     names = {
@@ -421,6 +505,26 @@ def _dtype_name(t: Tensor) -> str:
     return names.get(t.dtype, str(t.dtype))
 
 
+def c10_type_name(dtype: torch.dtype) -> str:
+    """``dtype`` as eager's dtype checks of some kernels name it, the C++ type ("c10::complex<float>")."""
+    return {
+        torch.complex128: "c10::complex<double>",
+        torch.complex64: "c10::complex<float>",
+        torch.complex32: "c10::complex<c10::Half>",
+        torch.float64: "double",
+        torch.float32: "float",
+        torch.float16: "c10::Half",
+        torch.bfloat16: "c10::BFloat16",
+    }.get(dtype, str(dtype))
+
+
+def dtype_text(t: Tensor) -> str:
+    """``t``'s dtype in torchcx's own errors: "complex64", or "complex with bfloat16 parts"."""
+    if isinstance(t, ComplexTensor) and t.component_dtype == torch.bfloat16:
+        return "complex with bfloat16 parts"
+    return str(t.dtype).replace("torch.", "")
+
+
 # -- PyTorch's own decompositions ----------------------------------------------------
 
 
@@ -433,14 +537,12 @@ def _core_decompositions() -> dict[OpOverload, Impl]:
     return dict(core_aten_decompositions())
 
 
-def _decomposition(func: OpOverload) -> Impl | None:
-    if func.overloadpacket in DECOMPOSITION_DENYLIST:
-        return None
+def _decomposition(func: OpOverload) -> OpEntry | None:
     decomposition = _core_decompositions().get(func)
     if decomposition is not None:
-        return _in_own_parts(decomposition)
+        return OpEntry(func, _in_own_parts(decomposition), "decomposition", None)
     if func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
-        return _in_own_parts(func.decompose)
+        return OpEntry(func, _in_own_parts(func.decompose), "composite", None)
     return None
 
 

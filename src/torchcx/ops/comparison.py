@@ -16,7 +16,8 @@ from torch import Tensor
 from torch._ops import OpOverload
 
 from ..tensor import ComplexTensor
-from ._common import Part, binary, overloads_of, register, to_complex, unary_to_real
+from ._common import binary, overloads_of, register, to_complex, unary_to_real
+from ._parts import Part
 
 aten = torch.ops.aten
 

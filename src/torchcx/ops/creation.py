@@ -13,7 +13,8 @@ from torch import Tensor
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from ..tensor import ComplexTensor, RealView, component_dtype_of
-from ._common import parts, partwise, register
+from ._common import partwise, register
+from ._parts import parts
 from ._registry import REAL_TO_COMPLEX_OPS
 
 aten = torch.ops.aten

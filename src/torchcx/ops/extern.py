@@ -35,16 +35,17 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from .. import _layout, _lowering
 from ..tensor import ComplexTensor, RealView, complex_dtype_of, component_dtype_of
 from ._common import Op, overloads_of
-from ._registry import EXTERN_OPS, describe_args, register
+from ._registry import calling_family, describe_args, register
 
 aten = torch.ops.aten
 
 
 def register_extern(*ops: Op) -> None:
-    """Compute every overload of ``ops`` with the native complex kernel (Note [Extern kernels])."""
+    """Compute every overload of ``ops`` with the native complex kernel (Note [Extern kernels]),
+    as entries of kind "extern" in the family of the module that calls it."""
+    family = calling_family()
     for overload in overloads_of(*ops):
-        EXTERN_OPS.add(overload.overloadpacket)
-        register(overload)(_make_extern(overload))
+        register(overload, kind="extern", family=family)(_make_extern(overload))
 
 
 def _make_extern(op: OpOverload) -> Callable[..., Any]:

@@ -18,7 +18,8 @@ Gradients need nothing here: autograd (eager, or AOTAutograd before the
 lowering) differentiates the primitives with PyTorch's own formulas, which
 are again these primitives plus padding and slicing.
 
-Each primitive runs on one of two paths:
+Each primitive runs on one of two paths, the entries of the table ``FFT_PATHS``
+(a function per primitive each):
 
 * **vendor**: the vendor FFT (pocketfft or MKL on CPU, cuFFT on GPU) through
   the extern kernel (Note [Extern kernels]) on interleaved data. In a
@@ -30,6 +31,9 @@ Each primitive runs on one of two paths:
   Note [FFT in real arithmetic]): real GEMMs and pointwise ops that Inductor
   fuses with the neighbouring code, and the only path that computes
   bfloat16 parts with bfloat16 GEMM units.
+
+A path's function gets the primitive's arguments and returns what the vendor
+FFT would, strides included (``_like_vendor``).
 
 Note [FFT path selection]
 -------------------------
@@ -54,7 +58,7 @@ benchmarks/results/fft_paths_cpu.json, 1 thread; docs/fft.md has the tables):
 * Other devices: the vendor FFT for every part dtype until a run of the
   benchmark there is committed (unmeasured; the vendor path is also the more
   accurate one at bfloat16, where it rounds once).
-* A symbolic transform length takes the vendor path (``use_real_path``); a
+* A symbolic transform length takes the vendor path (``path_for``); a
   symbolic batch is read by its hint, without a guard.
 """
 
@@ -62,7 +66,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -71,8 +76,8 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 from .. import config
 from ..tensor import ComplexTensor, RealView
 from . import fft_real
-from ._common import opmath, to_complex
-from ._registry import EXTERN_OPS, REAL_TO_COMPLEX_OPS, register
+from ._common import opmath, size_hint, to_complex
+from ._registry import REAL_TO_COMPLEX_OPS, register
 from .extern import call_extern
 
 aten = torch.ops.aten
@@ -80,10 +85,6 @@ aten = torch.ops.aten
 #: The FFT primitives torch.fft, stft and istft reach under dispatch.
 FFT_PRIMITIVES = (aten._fft_c2c.default, aten._fft_r2c.default, aten._fft_c2r.default)
 
-PATHS = ("auto", "vendor", "real")
-
-# They may run as extern kernels (explain lists the calls a graph actually makes).
-EXTERN_OPS.update(op.overloadpacket for op in FFT_PRIMITIVES)
 REAL_TO_COMPLEX_OPS.add(aten._fft_r2c)
 
 
@@ -109,14 +110,6 @@ def _real_path_points(n: int, part: torch.dtype) -> tuple[int, bool]:
     return 2 * fft_real.bluestein_length(n), True
 
 
-def _hint(n: Any) -> int:
-    """A size as an int; a symbolic one by its hint (no guard: the choice is a speed choice only)."""
-    if isinstance(n, torch.SymInt):
-        hint = n.node.hint
-        return int(hint) if hint is not None else 1 << 16
-    return int(n)
-
-
 def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch: Any) -> bool:
     """Whether the real-arithmetic FFT is faster (Note [FFT path selection]).
 
@@ -127,15 +120,15 @@ def prefer_real(device: torch.device, part: torch.dtype, sizes: list[int], batch
     costs = [_real_path_points(n, part) for n in sizes]
     bluestein = any(b for _, b in costs)
     threshold = part if not bluestein or part == torch.float64 else torch.float32
-    points = _hint(batch) * math.prod(c for c, _ in costs)
+    points = size_hint(batch) * math.prod(c for c, _ in costs)
     if points <= _CPU_REAL_POINTS[threshold]:
         return True
-    single = _hint(batch) == 1 and all(n & (n - 1) == 0 for n in sizes)
+    single = size_hint(batch) == 1 and all(n & (n - 1) == 0 for n in sizes)
     return single and points <= _CPU_REAL_SINGLE[part]
 
 
-def use_real_path(device: torch.device, part: torch.dtype, sizes: list[Any], batch: Any) -> bool:
-    """The path ``config.fft_path`` selects for one transform.
+def path_for(device: torch.device, part: torch.dtype, sizes: list[Any], batch: Any) -> str:
+    """The path (a key of ``FFT_PATHS``) ``config.fft_path`` selects for one transform.
 
     A transform length that is symbolic (a graph compiled with dynamic shapes)
     takes the vendor path whatever the setting: the real path's constants and
@@ -145,11 +138,10 @@ def use_real_path(device: torch.device, part: torch.dtype, sizes: list[Any], bat
     if setting not in PATHS:
         raise ValueError(f"torchcx.config.fft_path must be one of {PATHS}, got {setting!r}")
     if not all(is_concrete_int(s) for s in sizes):
-        return False
-    sizes = [int(s) for s in sizes]
+        return "vendor"
     if setting != "auto":
-        return setting == "real"
-    return prefer_real(device, part, sizes, batch)
+        return setting
+    return "real" if prefer_real(device, part, [int(s) for s in sizes], batch) else "vendor"
 
 
 def _dims(x: Tensor, dim: list[int]) -> list[int]:
@@ -160,7 +152,7 @@ def _batch(shape: torch.Size, dims: list[int]) -> int:
     return math.prod(s for i, s in enumerate(shape) if i not in dims)
 
 
-# -- the primitives ----------------------------------------------------------------------------
+# -- the strides of the result --------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=1024)
@@ -210,46 +202,86 @@ def _like_vendor(
     return out if len(out) > 1 else out[0]
 
 
-@register(aten._fft_c2c.default)
-def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
-    x = to_complex(x)
-    dims = _dims(x, dim)
-    part = x.component_dtype
-    sizes = [x.shape[d] for d in dims]
-    if not dims or not use_real_path(x.device, part, sizes, _batch(x.shape, dims)):
-        return vendor_fft(aten._fft_c2c.default, x, dim, normalization, forward)
+# -- the paths ---------------------------------------------------------------------------------
+
+
+class FftPath(NamedTuple):
+    """One way to compute the three primitives (Note [FFT paths]): a function per primitive,
+    taking its arguments (``x`` a ComplexTensor, a real tensor for r2c)."""
+
+    c2c: Callable[[ComplexTensor, list[int], int, bool], ComplexTensor]
+    r2c: Callable[[Tensor, list[int], int, bool], ComplexTensor]
+    c2r: Callable[[ComplexTensor, list[int], int, int], Tensor]
+
+
+def _real_c2c(x: ComplexTensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
+    dims, part = _dims(x, dim), x.component_dtype
     plan = fft_real.plan_for(part, x.device)
     re, im = fft_real.c2c(x.re.to(plan.compute), x.im.to(plan.compute), dims, normalization, forward, plan)
     args = (tuple(dims), normalization, forward)
     return ComplexTensor(*_like_vendor(aten._fft_c2c.default, x, x.dtype, args, re.to(part), im.to(part)))
 
 
-@register(aten._fft_r2c.default)
-def fft_r2c_impl(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
-    if isinstance(x, ComplexTensor):
-        raise RuntimeError(f"_fft_r2c expects a real input tensor, but got {x.dtype}")
-    if isinstance(x, RealView):
-        x = x.materialize()
-    dims = _dims(x, dim)
-    part = x.dtype
-    sizes = [x.shape[d] for d in dims]
-    if not dims or not use_real_path(x.device, part, sizes, _batch(x.shape, dims)):
-        return vendor_fft(aten._fft_r2c.default, x, dim, normalization, onesided)
+def _real_r2c(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> ComplexTensor:
+    dims, part = _dims(x, dim), x.dtype
     plan = fft_real.plan_for(part, x.device)
     re, im = fft_real.r2c(x.to(plan.compute), dims, normalization, onesided, plan)
     args = (tuple(dims), normalization, onesided)
     return ComplexTensor(*_like_vendor(aten._fft_r2c.default, x, part, args, re.to(part), im.to(part)))
 
 
-@register(aten._fft_c2r.default)
-def fft_c2r_impl(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
-    x = to_complex(x)
-    dims = _dims(x, dim)
-    part = x.component_dtype
-    sizes = [x.shape[d] for d in dims[:-1]] + [last_dim_size]
-    if not dims or not use_real_path(x.device, part, sizes, _batch(x.shape, dims)):
-        return vendor_fft(aten._fft_c2r.default, x, dim, normalization, last_dim_size)
+def _real_c2r(x: ComplexTensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
+    dims, part = _dims(x, dim), x.component_dtype
     plan = fft_real.plan_for(part, x.device)
     out = fft_real.c2r(x.re.to(plan.compute), x.im.to(plan.compute), dims, normalization, last_dim_size, plan)
     args = (tuple(dims), normalization, int(last_dim_size))
     return _like_vendor(aten._fft_c2r.default, x, x.dtype, args, out.to(part))
+
+
+#: The paths by name, as ``torchcx.config.fft_path`` names them: adding a path is adding an
+#: entry here (and to ``prefer_real``'s rule if "auto" should choose it).
+FFT_PATHS: dict[str, FftPath] = {
+    "vendor": FftPath(
+        functools.partial(vendor_fft, aten._fft_c2c.default),
+        functools.partial(vendor_fft, aten._fft_r2c.default),
+        functools.partial(vendor_fft, aten._fft_c2r.default),
+    ),
+    "real": FftPath(_real_c2c, _real_r2c, _real_c2r),
+}
+PATHS = ("auto", *FFT_PATHS)
+
+
+def _path(x: Tensor, dims: list[int], sizes: list[Any]) -> FftPath:
+    """The path of a transform of ``x`` over ``dims``, of lengths ``sizes`` (none: the vendor's)."""
+    if not dims:
+        return FFT_PATHS["vendor"]
+    part = x.component_dtype if isinstance(x, ComplexTensor) else x.dtype
+    return FFT_PATHS[path_for(x.device, part, sizes, _batch(x.shape, dims))]
+
+
+# -- the primitives ----------------------------------------------------------------------------
+
+
+@register(aten._fft_c2c.default, calls_extern=True)  # the vendor path
+def fft_c2c_impl(x: Tensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
+    x = to_complex(x)
+    dims = _dims(x, dim)
+    return _path(x, dims, [x.shape[d] for d in dims]).c2c(x, dim, normalization, forward)
+
+
+@register(aten._fft_r2c.default, calls_extern=True)  # the vendor path
+def fft_r2c_impl(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
+    if isinstance(x, ComplexTensor):
+        raise RuntimeError(f"_fft_r2c expects a real input tensor, but got {x.dtype}")
+    if isinstance(x, RealView):
+        x = x.materialize()
+    dims = _dims(x, dim)
+    return _path(x, dims, [x.shape[d] for d in dims]).r2c(x, dim, normalization, onesided)
+
+
+@register(aten._fft_c2r.default, calls_extern=True)  # the vendor path
+def fft_c2r_impl(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
+    x = to_complex(x)
+    dims = _dims(x, dim)
+    sizes = [x.shape[d] for d in dims[:-1]] + [last_dim_size]
+    return _path(x, dims, sizes).c2r(x, dim, normalization, last_dim_size)

@@ -73,6 +73,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import _disable_current_modes
 
 from .. import _lowering
+from ._parts import Parts, mul
 
 #: The longest transform computed as one GEMM, per part dtype; longer ones are
 #: decomposed. A GEMM DFT's rounding error grows like sqrt(n) (an FFT's like
@@ -83,8 +84,6 @@ DEFAULT_MAX_DIRECT = 32
 
 #: Smallest primes; Bluestein's convolution length is a product of these.
 _SMOOTH_PRIMES = (2, 3, 5, 7)
-
-Parts = tuple[Tensor, Tensor | None]
 
 
 @dataclass(frozen=True)
@@ -302,14 +301,6 @@ def _direct(xr: Tensor, xi: Tensor | None, n: int, sign: int, scale: float, real
     return out[..., :n], out[..., n:]
 
 
-def _mul(ar: Tensor, ai: Tensor | None, br: Tensor, bi: Tensor) -> Parts:
-    # (ar + i ai)(br + i bi) = (ar br - ai bi) + i (ar bi + ai br). No hazard: the
-    # twiddles and chirps have modulus 1, so nothing overflows that X itself does not.
-    if ai is None:
-        return ar * br, ar * bi
-    return ar * br - ai * bi, ar * bi + ai * br
-
-
 def transform(
     xr: Tensor,
     xi: Tensor | None,
@@ -342,7 +333,7 @@ def transform(
 
     yr, yi = _direct(rows(xr), rows(xi), n1, sign, scale, False, plan)  # Y[j2, k1]
     tr, ti = _twiddles(n1, n2, sign, plan.compute, xr.device)
-    yr, yi = _mul(yr, yi, _lifted(tr, xr), _lifted(ti, xr))
+    yr, yi = mul(yr, yi, _lifted(tr, xr), _lifted(ti, xr))
     assert yi is not None
     zr, zi = transform(yr.transpose(-1, -2), yi.transpose(-1, -2), sign, 1.0, plan, real_out=real_out)
     # X[k1 + n1 k2] = Z[k1, k2]: read Z transposed
@@ -359,13 +350,13 @@ def _bluestein(xr: Tensor, xi: Tensor | None, sign: int, scale: float, real_out:
     # so they take float32 operands (a length without small factors is rare, and slow anyway).
     plan = Plan(plan.compute, plan.compute, plan.max_direct)
     cr, ci = (_lifted(c, xr) for c in _chirp(n, sign, plan.compute, xr.device))
-    ar, ai = _mul(xr, xi, cr, ci)
+    ar, ai = mul(xr, xi, cr, ci)
     assert ai is not None
     pad = [0, length - n]
     ar, ai = torch.nn.functional.pad(ar, pad), torch.nn.functional.pad(ai, pad)
     fr, fi = transform(ar, ai, -1, 1.0, plan)
     gr, gi = (_lifted(g, xr) for g in _chirp_spectrum(n, length, sign, plan.compute, xr.device))
-    fr, fi = _mul(fr, fi, gr, gi)
+    fr, fi = mul(fr, fi, gr, gi)
     assert fi is not None
     vr, vi = transform(fr, fi, 1, 1.0, plan)
     assert vi is not None
@@ -374,7 +365,7 @@ def _bluestein(xr: Tensor, xi: Tensor | None, sign: int, scale: float, real_out:
     cr, ci = cr * scale, ci * scale
     if real_out:
         return vr * cr - vi * ci, None
-    return _mul(vr, vi, cr, ci)
+    return mul(vr, vi, cr, ci)
 
 
 def hermitian_to_real(xr: Tensor, xi: Tensor, n: int, scale: float, plan: Plan) -> Tensor:

@@ -98,9 +98,10 @@ from torch import Tensor
 from torch._ops import OpOverload
 
 from .. import _layout, _lowering, config
-from ..tensor import ComplexTensor, RealView, component_dtype_of
-from ._common import CType, ctype_of, opmath, partwise, result_ctype
-from ._registry import REAL_TO_COMPLEX_OPS, register
+from ..tensor import ComplexTensor, component_dtype_of, parts_interleave
+from ._common import CType, ctype_of, opmath, partwise, result_ctype, size_hint
+from ._parts import Parts, rounded, scale, split
+from ._registry import REAL_TO_COMPLEX_OPS, dtype_text, register
 from .extern import call_extern, native_gemm_traced, register_extern
 
 aten = torch.ops.aten
@@ -113,20 +114,9 @@ NATIVE_PARTS = (torch.float32, torch.float64)
 
 #: A real bilinear function of two real tensors (a GEMM, a convolution, a cross product).
 RealBilinear = Callable[[Tensor, Tensor], Tensor]
-#: Parts of a complex value in the computation dtype; ``None`` is a zero imaginary part.
-Parts = tuple[Tensor, Tensor | None]
 
 
 # -- the core --------------------------------------------------------------------------------
-
-
-def _split(x: Tensor, dtype: torch.dtype) -> Parts:
-    """``x`` as (re, im or None) in ``dtype``: a real operand has no imaginary part."""
-    if isinstance(x, ComplexTensor):
-        return x.re.to(dtype), x.im.to(dtype)
-    if isinstance(x, RealView):
-        return x.materialize().to(dtype), None
-    return x.to(dtype), None
 
 
 def complex_bilinear(
@@ -153,8 +143,8 @@ def complex_bilinear(
     if dtype is None:
         dtype = result_ctype(a, b).real
     compute = opmath(dtype)
-    ar, ai = _split(a, dtype)
-    br, bi = _split(b, dtype)
+    ar, ai = split(a, dtype)
+    br, bi = split(b, dtype)
     if prepare is not None:
         ar, br = prepare(ar), prepare(br)
         ai = None if ai is None else prepare(ai)
@@ -244,8 +234,8 @@ def _block_product(gemm: OpOverload, a: Tensor, b: Tensor, dtype: torch.dtype, c
     rows of ``a`` (dim -2, or -1 when ``b`` is a vector), columns those of ``b``.
     """
     compute = opmath(dtype)
-    ar, ai = _split(a, dtype)
-    br, bi = _split(b, dtype)
+    ar, ai = split(a, dtype)
+    br, bi = split(b, dtype)
     ai = None if ai is None else _signed(ai, -1 if conj_a else 1)
     rows = -2 if b.dim() >= 2 else -1  # the dim of the result that indexes rows of a
     k_of_b = -2 if b.dim() >= 2 else -1  # the contracted dim of b
@@ -315,21 +305,13 @@ def _choose(a: Tensor, b: Tensor, dtype: torch.dtype, asked: str) -> GemmStrateg
     return gemm_strategy(a, b, dtype)
 
 
-def _hint(n: int | torch.SymInt) -> int:
-    """A size as an int; a symbolic size by its hint (no guard, Note [GEMM strategy rule])."""
-    if isinstance(n, torch.SymInt):
-        hint = n.node.hint
-        return int(hint) if hint is not None else 1 << 16
-    return int(n)
-
-
 def gemm_dims(a: Tensor, b: Tensor) -> tuple[int, int, int, int]:
     """(batch, m, k, n) of the product of ``a`` and ``b`` with matmul's broadcasting."""
-    m = _hint(a.shape[-2]) if a.dim() >= 2 else 1
-    k = _hint(a.shape[-1])
-    n = _hint(b.shape[-1]) if b.dim() >= 2 else 1
+    m = size_hint(a.shape[-2]) if a.dim() >= 2 else 1
+    k = size_hint(a.shape[-1])
+    n = size_hint(b.shape[-1]) if b.dim() >= 2 else 1
     batch_shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return math.prod(_hint(s) for s in batch_shape), m, k, n
+    return math.prod(size_hint(s) for s in batch_shape), m, k, n
 
 
 def _traced(*xs: Tensor) -> bool:
@@ -355,7 +337,7 @@ def gemm_strategy(a: Tensor, b: Tensor, dtype: torch.dtype, *, compiled: bool | 
         return "native" if has_native else "4m"
     # The block is made of the smaller operand; a vector b makes it of a.
     vector = m == 1 or n == 1  # the block would copy the matrix for a vector's worth of output
-    small, large = sorted((_hint(a.numel()), _hint(b.numel())))
+    small, large = sorted((size_hint(a.numel()), size_hint(b.numel())))
     skinny = not vector and (8 * small <= large or k <= 16)  # the block copies little next to 4 products
     if compiled and has_native:
         if size < _NATIVE_MIN_SIZE:
@@ -387,23 +369,10 @@ def _interleaved(x: Tensor) -> bool:
     """Whether ``x``'s parts are the halves of one interleaved buffer (a native complex tensor's memory)."""
     if not isinstance(x, ComplexTensor):
         return False
-    re, im = x.re, x.im
-    return (
-        not re.is_neg()
-        and not im.is_neg()
-        and re.stride() == im.stride()
-        and im.storage_offset() == re.storage_offset() + 1
-        and re.untyped_storage().data_ptr() == im.untyped_storage().data_ptr()
-    )
+    return not x.re.is_neg() and not x.im.is_neg() and parts_interleave(x.re, x.im)
 
 
 # -- dtypes, scalars and results ---------------------------------------------------------------
-
-
-def _dtype_name(x: Tensor) -> str:
-    if isinstance(x, ComplexTensor) and x.component_dtype == torch.bfloat16:
-        return "complex with bfloat16 parts"
-    return str(x.dtype).replace("torch.", "")
 
 
 def _same_ctype(name: str, *tensors: Tensor | None) -> CType:
@@ -412,8 +381,7 @@ def _same_ctype(name: str, *tensors: Tensor | None) -> CType:
     ctypes = [ctype_of(t) for t in present]
     if any(c != ctypes[0] for c in ctypes):
         raise RuntimeError(
-            f"{name}: expected all tensors to have the same dtype, but got "
-            + ", ".join(_dtype_name(t) for t in present)
+            f"{name}: expected all tensors to have the same dtype, but got " + ", ".join(dtype_text(t) for t in present)
         )
     return ctypes[0]
 
@@ -422,26 +390,6 @@ def _check_scalars(ctype: CType, *scalars: Any) -> None:
     # torch converts alpha/beta to the result dtype: a complex one into a real result fails.
     if not ctype.is_complex and any(isinstance(s, complex) for s in scalars):
         raise RuntimeError("value cannot be converted to type float without overflow")
-
-
-def _scale(s: Any, re: Tensor, im: Tensor | None) -> Parts:
-    """s * (re + i im) for a Python scalar s, complex or real."""
-    if isinstance(s, complex):
-        if im is None:
-            return re * s.real, re * s.imag
-        return re * s.real - im * s.imag, re * s.imag + im * s.real
-    if s == 1:
-        return re, im
-    return re * s, None if im is None else im * s
-
-
-def _wrap(re: Tensor, im: Tensor | None, ctype: CType) -> Tensor:
-    """The result: rounded once to the part dtype; a real result stays real."""
-    if not ctype.is_complex:
-        return re.to(ctype.real)
-    if im is None:
-        im = torch.zeros_like(re)
-    return ComplexTensor(re.to(ctype.real), im.to(ctype.real))
 
 
 def _add_scaled(
@@ -461,52 +409,53 @@ def _add_scaled(
     shape = pr.shape
     if torch.broadcast_shapes(self.shape, shape) != shape:
         raise RuntimeError(f"{name}: the input of shape {list(self.shape)} is not broadcastable to {list(shape)}")
-    re, im = _scale(alpha, pr, pi)
+    re, im = scale(alpha, pr, pi)
     if beta != 0:
-        sr, si = _split(self, re.dtype)
-        sr, si = _scale(beta, sr, si)
+        sr, si = split(self, re.dtype)
+        sr, si = scale(beta, sr, si)
         re = re + sr
         if si is not None:
             # (a new tensor either way: the result must not alias self)
             im = si + torch.zeros_like(re) if im is None else im + si
-    return _wrap(re, im, ctype)
+    return rounded(re, im, ctype)
 
 
 # -- the matmul family -----------------------------------------------------------------------
+# (``calls_extern``: the "native" strategy runs the vendor's complex GEMM as an extern kernel.)
 
 
-@register(aten.mm.default)
+@register(aten.mm.default, calls_extern=True)
 def mm_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("mm", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=aten.mm.default), ctype)
+    return rounded(*complex_matmul(a, b, gemm=aten.mm.default), ctype)
 
 
-@register(aten.bmm.default)
+@register(aten.bmm.default, calls_extern=True)
 def bmm_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("bmm", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=aten.bmm.default), ctype)
+    return rounded(*complex_matmul(a, b, gemm=aten.bmm.default), ctype)
 
 
-@register(aten.mv.default)
+@register(aten.mv.default, calls_extern=True)
 def mv_impl(a: Tensor, v: Tensor) -> Tensor:
     ctype = _same_ctype("mv", a, v)
-    return _wrap(*complex_matmul(a, v, gemm=aten.mv.default), ctype)
+    return rounded(*complex_matmul(a, v, gemm=aten.mv.default), ctype)
 
 
-@register(aten.dot.default)
+@register(aten.dot.default, calls_extern=True)
 def dot_impl(a: Tensor, b: Tensor) -> Tensor:
     ctype = _same_ctype("dot", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=aten.dot.default), ctype)
+    return rounded(*complex_matmul(a, b, gemm=aten.dot.default), ctype)
 
 
-@register(aten.vdot.default)
+@register(aten.vdot.default, calls_extern=True)
 def vdot_impl(a: Tensor, b: Tensor) -> Tensor:
     # sum(conj(a) * b): the conjugation is a sign in the combination, not a pass over a.
     ctype = _same_ctype("vdot", a, b)
-    return _wrap(*complex_matmul(a, b, gemm=aten.dot.default, conj_a=True), ctype)
+    return rounded(*complex_matmul(a, b, gemm=aten.dot.default, conj_a=True), ctype)
 
 
-@register(aten.addmm.default)
+@register(aten.addmm.default, calls_extern=True)
 def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
@@ -518,14 +467,14 @@ def addmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any 
     return _add_scaled("addmm", self, product, beta, alpha, ctype)
 
 
-@register(aten.baddbmm.default)
+@register(aten.baddbmm.default, calls_extern=True)
 def baddbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("baddbmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
     return _add_scaled("baddbmm", self, complex_matmul(a, b, gemm=aten.bmm.default), beta, alpha, ctype)
 
 
-@register(aten.addbmm.default)
+@register(aten.addbmm.default, calls_extern=True)
 def addbmm_impl(self: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addbmm", self, a, b)
     _check_scalars(ctype, alpha, beta)
@@ -556,7 +505,7 @@ def _zero_product(m: int, n: int, ctype: CType, device: torch.device) -> Parts:
     return torch.zeros((m, n), dtype=opmath(ctype.real), device=device), None
 
 
-@register(aten.addmv.default)
+@register(aten.addmv.default, calls_extern=True)
 def addmv_impl(self: Tensor, a: Tensor, v: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     ctype = _same_ctype("addmv", self, a, v)
     _check_scalars(ctype, alpha, beta)
@@ -578,7 +527,7 @@ def addr_impl(self: Tensor, u: Tensor, v: Tensor, *, beta: Any = 1, alpha: Any =
 @register(aten.linalg_cross.default)
 def linalg_cross_impl(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
     ctype = _same_ctype("linalg.cross", a, b)
-    return _wrap(*complex_bilinear(lambda x, y: torch.linalg.cross(x, y, dim=dim), a, b), ctype)
+    return rounded(*complex_bilinear(lambda x, y: torch.linalg.cross(x, y, dim=dim), a, b), ctype)
 
 
 @register(aten.convolution.default)
@@ -610,12 +559,12 @@ def convolution_impl(
     re, im = complex_bilinear(conv, input, weight, dtype=ctype.real)
     if bias is not None:
         # bias is per output channel (dim 1): broadcast it over the batch and spatial dims.
-        br, bi = _split(bias, re.dtype)
+        br, bi = split(bias, re.dtype)
         shape = (1, -1) + (1,) * (re.dim() - 2)
         re = re + br.reshape(shape)
         if bi is not None:
             im = (torch.zeros_like(re) if im is None else im) + bi.reshape(shape)
-    return _wrap(re, im, ctype)
+    return rounded(re, im, ctype)
 
 
 @register(aten._convolution.default)
@@ -703,7 +652,7 @@ register_extern(
 )
 
 
-@register(aten.linalg_pinv.atol_rtol_tensor)
+@register(aten.linalg_pinv.atol_rtol_tensor, calls_extern=True)
 def linalg_pinv_impl(
     x: Tensor,
     *,
@@ -741,7 +690,7 @@ def linalg_pinv_impl(
     s_inv = s_inv.to(opmath(part)).unsqueeze(-2)
     scaled = ComplexTensor(right.re.to(s_inv.dtype) * s_inv, right.im.to(s_inv.dtype) * s_inv)
     re, im = complex_matmul(scaled, left.mH, dtype=s_inv.dtype)
-    return _wrap(re, im, CType(part, True))
+    return rounded(re, im, CType(part, True))
 
 
 def _pinv_tolerances(x: ComplexTensor, atol: Tensor | None, rtol: Tensor | None) -> tuple[Tensor, Tensor]:

@@ -35,13 +35,11 @@ from torch import Tensor
 from ..tensor import ComplexTensor
 from ._common import (
     CType,
-    Part,
     binary,
     common_device,
     common_shape,
     opmath,
     overloads_of,
-    parts,
     partwise,
     register,
     result_ctype,
@@ -49,8 +47,9 @@ from ._common import (
     unary,
     unary_to_real,
     where,
-    wrap,
 )
+from ._parts import Part, mul, number_parts, parts, wrap
+from ._registry import c10_type_name, scalar_type_name
 
 aten = torch.ops.aten
 
@@ -158,12 +157,6 @@ def _exp_reduced(x: Tensor) -> tuple[Tensor, Tensor]:
 # -- arithmetic ------------------------------------------------------------------------
 
 
-def _mul(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
-    # (a + ib)(c + id) = (ac - bd) + i(ad + bc): the textbook product, as NumPy
-    # and c10::complex compute it (no Annex G inf recovery).
-    return ar * br - ai * bi, ar * bi + ai * br
-
-
 def _add_product(a: Part, x: Part, y: Part) -> Part:
     # a + x y with the sign of zero of a fused multiply-add (eager's kernels are
     # compiled with FMA contraction): for a = 0 and a product that underflows
@@ -198,24 +191,23 @@ def _div(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
     return where(both_zero, ar / abs_br, re), where(both_zero, ai / abs_br, im)
 
 
-def _scale(alpha: complex | float, br: Part, bi: Part) -> tuple[Part, Part]:
-    """alpha * (br + i bi) with alpha promoted to complex, as eager's add/sub."""
-    if isinstance(alpha, complex):
-        return _mul(alpha.real, alpha.imag, br, bi)
-    return _mul(alpha, 0.0, br, bi)
+def _times_alpha(alpha: complex | float, br: Part, bi: Part) -> tuple[Part, Part]:
+    """alpha * (br + i bi) with alpha promoted to complex, as eager's add/sub (inf * 0 = nan
+    included: unlike ``_parts.scale``, a real alpha multiplies as alpha + 0i)."""
+    return mul(*number_parts(alpha), br, bi)  # type: ignore[return-value]
 
 
 @binary(aten.add.Tensor, aten.add.Scalar)
 def add_impl(ar: Part, ai: Part, br: Part, bi: Part, *, alpha: complex | float = 1) -> tuple[Part, Part]:
     # a + alpha*b; with alpha = 1 the plain sum (NumPy's; eager multiplies by 1 + 0i first).
     if alpha != 1:
-        br, bi = _scale(alpha, br, bi)
+        br, bi = _times_alpha(alpha, br, bi)
     return ar + br, ai + bi
 
 
 def _sub(ar: Part, ai: Part, br: Part, bi: Part, alpha: complex | float) -> tuple[Part, Part]:
     if alpha != 1:
-        br, bi = _scale(alpha, br, bi)
+        br, bi = _times_alpha(alpha, br, bi)
     return ar - br, ai - bi
 
 
@@ -250,7 +242,7 @@ def rsub_impl(a: Any, b: Any, *, alpha: complex | float = 1) -> Tensor:
 
 @binary(aten.mul.Tensor, aten.mul.Scalar)
 def mul_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
-    return _mul(ar, ai, br, bi)
+    return mul(ar, ai, br, bi)
 
 
 @binary(aten.div.Tensor, aten.div.Scalar)
@@ -289,7 +281,7 @@ def reciprocal_impl(re: Tensor, im: Tensor) -> tuple[Part, Part]:
 @unary(aten.square)
 def square_impl(re: Tensor, im: Tensor) -> tuple[Part, Part]:
     # z * z with the textbook product, as eager's pow(z, 2) fast path and NumPy.
-    return _mul(re, im, re, im)
+    return mul(re, im, re, im)
 
 
 # -- absolute value and phase ------------------------------------------------------------
@@ -512,9 +504,9 @@ def pow_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
         if n == -1:
             return _div(1.0, 0.0, ar, ai)
         if n in (2, 3, -2):
-            sr, si = _mul(ar, ai, ar, ai)
+            sr, si = mul(ar, ai, ar, ai)
             if n == 3:
-                return _mul(sr, si, ar, ai)
+                return mul(sr, si, ar, ai)
             if n == -2:
                 return _div(1.0, 0.0, sr, si)
             return sr, si
@@ -927,7 +919,7 @@ def silu_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
     pos = ~_overflows_neg_exp(re, im)
     er, ei = _exp(torch.where(pos, -re, re), torch.where(pos, -im, im))
     qr, qi = _div(torch.where(pos, re, er), torch.where(pos, im, ei), 1 + er, ei)
-    nr, ni = _mul(re, im, qr, qi)
+    nr, ni = mul(re, im, qr, qi)
     return torch.where(pos, qr, nr), torch.where(pos, qi, ni)
 
 
@@ -935,7 +927,7 @@ def silu_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
 def sinc_impl(re: Tensor, im: Tensor) -> tuple[Tensor, Tensor]:
     # sin(pi z) / (pi z), and 1 at z = 0 (eager's formula; pi z is the complex
     # product (pi + 0i) z, whose signed zeros and inf * 0 = nan eager shares).
-    zr, zi = _mul(_PI, 0.0, re, im)
+    zr, zi = mul(_PI, 0.0, re, im)
     sr, si = sin_impl(zr, zi)
     qr, qi = _div(sr, si, zr, zi)
     zero = (re == 0) & (im == 0)
@@ -971,7 +963,7 @@ def lerp_impl(start: Any, end: Any, weight: Any) -> Tensor:
     for name, x in (("end", end), ("weight", weight)):
         if isinstance(x, Tensor) and x.dtype != start.dtype:  # eager's check: no promotion
             raise RuntimeError(
-                f"expected dtype {_c10_name(start.dtype)} for `{name}` but got dtype {_c10_name(x.dtype)}"
+                f"expected dtype {c10_type_name(start.dtype)} for `{name}` but got dtype {c10_type_name(x.dtype)}"
             )
     ctype = result_ctype(start, end)
     compute = opmath(ctype.real)
@@ -979,8 +971,8 @@ def lerp_impl(start: Any, end: Any, weight: Any) -> Tensor:
     er, ei = parts(end, compute)
     wr, wi = parts(weight, compute)
     dr, di = er - sr, ei - si
-    ar, ai = _mul(wr, wi, dr, di)
-    br, bi = _mul(wr - 1, wi - 0.0, dr, di)
+    ar, ai = mul(wr, wi, dr, di)
+    br, bi = mul(wr - 1, wi - 0.0, dr, di)
     if isinstance(wr, Tensor):
         small = torch.hypot(wr, torch.as_tensor(wi, dtype=wr.dtype)) < 0.5
         out_re = torch.where(small, sr + ar, er + br)
@@ -1017,38 +1009,18 @@ def abs__impl(x: Any) -> Tensor:
     raise RuntimeError("In-place abs is not supported for complex tensors.")
 
 
-_DTYPE_NAMES = {
-    torch.float64: "ComplexDouble",
-    torch.float32: "ComplexFloat",
-    torch.float16: "ComplexHalf",
-    torch.bfloat16: "ComplexBFloat16",
-}
-
-
-def _c10_name(dtype: torch.dtype) -> str:
-    """The name eager's dtype checks use (c10::complex<float>, float, ...)."""
-    return {
-        torch.complex128: "c10::complex<double>",
-        torch.complex64: "c10::complex<float>",
-        torch.complex32: "c10::complex<c10::Half>",
-        torch.float64: "double",
-        torch.float32: "float",
-        torch.float16: "c10::Half",
-        torch.bfloat16: "c10::BFloat16",
-    }.get(dtype, str(dtype))
-
-
 def _refuse_complex(kernel: str, *ops: Any) -> None:
     """Ops eager has no complex kernel for, which a decomposition would compute
     anyway (a wrong answer): raise eager's error instead."""
 
     def impl(*args: Any, **kwargs: Any) -> Any:
-        part = next((x.component_dtype for x in args if isinstance(x, ComplexTensor)), torch.float32)
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_DTYPE_NAMES[part]}'")
+        x = next((x for x in args if isinstance(x, ComplexTensor)), None)
+        name = scalar_type_name(x) if x is not None else "ComplexFloat"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
     for op in overloads_of(*ops):
         if not any(a.is_out for a in op._schema.arguments):
-            register(op)(impl)
+            register(op, kind="refused")(impl)
 
 
 _refuse_complex("xlogy_cpu", aten.xlogy)

@@ -22,12 +22,10 @@ import torch
 from torch import Tensor
 
 from ..tensor import ComplexTensor, component_dtype_of
-from ._common import CType, opmath, register, to_complex
+from ._common import CType, ctype_of, opmath, register, to_complex
+from ._parts import Parts, mul, rounded
 
 aten = torch.ops.aten
-
-Parts = tuple[Tensor, Tensor]
-
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -47,21 +45,10 @@ def _upcast(x: ComplexTensor) -> Parts:
     return x.re.to(acc), x.im.to(acc)
 
 
-def _rounded(x: ComplexTensor, re: Tensor, im: Tensor) -> ComplexTensor:
-    """A result computed in opmath, rounded once to ``x``'s part dtype."""
-    return ComplexTensor(re.to(x.component_dtype), im.to(x.component_dtype))
-
-
 def _each_part(x: ComplexTensor, fn: Callable[[Tensor], Tensor]) -> ComplexTensor:
     """A reduction that acts on each part: sum(re + i im) = sum(re) + i sum(im)."""
     re, im = _upcast(x)
-    return _rounded(x, fn(re), fn(im))
-
-
-def _cmul(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> Parts:
-    # (a + ib)(c + id) = (ac - bd) + i(ad + bc): the textbook product, as eager's
-    # c10::complex operator*, so that inf/nan come out the same.
-    return ar * br - ai * bi, ar * bi + ai * br
+    return rounded(fn(re), fn(im), ctype_of(x))
 
 
 def _reduce_dims(dim: Sequence[int] | int | None, ndim: int) -> list[int]:
@@ -116,7 +103,7 @@ def _tree_prod(re: Tensor, im: Tensor) -> Parts:
         return re.clone(), im.clone()
     while n > 1:
         even = n - n % 2
-        pr, pi = _cmul(re[..., 0:even:2], im[..., 0:even:2], re[..., 1:even:2], im[..., 1:even:2])
+        pr, pi = mul(re[..., 0:even:2], im[..., 0:even:2], re[..., 1:even:2], im[..., 1:even:2])
         if n % 2:  # the odd one out joins the next round as it is
             pr, pi = torch.cat([pr, re[..., -1:]], -1), torch.cat([pi, im[..., -1:]], -1)
         re, im = pr, pi
@@ -132,15 +119,15 @@ def prod_impl(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype
     re, im = _upcast(x)
     if dim is None:
         pr, pi = _tree_prod(re.reshape(1, -1), im.reshape(1, -1))
-        return _rounded(x, pr.reshape(()), pi.reshape(()))
+        return rounded(pr.reshape(()), pi.reshape(()), ctype_of(x))
     d = dim % max(x.dim(), 1)
     if x.dim() == 0:
-        return _rounded(x, re.clone(), im.clone())
+        return rounded(re.clone(), im.clone(), ctype_of(x))
     pr, pi = _tree_prod(re.movedim(d, -1), im.movedim(d, -1))
     pr, pi = pr.movedim(-1, d), pi.movedim(-1, d)
     if not keepdim:
         pr, pi = pr.squeeze(d), pi.squeeze(d)
-    return _rounded(x, pr, pi)
+    return rounded(pr, pi, ctype_of(x))
 
 
 # -- scans ---------------------------------------------------------------------------------
@@ -177,8 +164,8 @@ def cumprod_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Te
     x = _cast(x, dtype)
     if not isinstance(x, ComplexTensor):
         return aten.cumprod(x, dim)
-    re, im = _prefix_scan(*_upcast(x), dim, _cmul)
-    return _rounded(x, re, im)
+    re, im = _prefix_scan(*_upcast(x), dim, mul)
+    return rounded(re, im, ctype_of(x))
 
 
 def _log_add_exp(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> Parts:
@@ -236,12 +223,12 @@ def logcumsumexp_impl(x: ComplexTensor, dim: int) -> ComplexTensor:
     """
     re, im = _upcast(x)
     if x.dim() == 0:
-        return _rounded(x, re.clone(), im.clone())  # eager returns the element itself
+        return rounded(re.clone(), im.clone(), ctype_of(x))  # eager returns the element itself
     minus_inf = torch.full_like(re, -math.inf)
     dim = dim % x.dim()
     n = x.shape[dim]
     if n == 0:
-        return _rounded(x, re.clone(), im.clone())
+        return rounded(re.clone(), im.clone(), ctype_of(x))
     # eager's accumulator starts at -inf + 0i: z_0 = -inf + iy gives -inf + 0i
     r0, i0 = _log_add_exp(
         minus_inf.narrow(dim, 0, 1), torch.zeros_like(im.narrow(dim, 0, 1)), re.narrow(dim, 0, 1), im.narrow(dim, 0, 1)
@@ -253,7 +240,7 @@ def logcumsumexp_impl(x: ComplexTensor, dim: int) -> ComplexTensor:
         _log_add_exp,
     )
     if n == 1:
-        return _rounded(x, lr, li)
+        return rounded(lr, li, ctype_of(x))
     theta = _principal(li)
     first = lr.narrow(dim, 0, 1)
     # restart where z_k's real part reaches log|S_{k-1}| (always at k = 0)
@@ -272,7 +259,7 @@ def logcumsumexp_impl(x: ComplexTensor, dim: int) -> ComplexTensor:
     angle = torch.gather(anchor - total, dim, last_restart) + total
     # infinite or nan log|S|: eager's special cases, which the scan already follows
     angle = torch.where(torch.isfinite(lr), angle, li)
-    return _rounded(x, lr, angle)
+    return rounded(lr, angle, ctype_of(x))
 
 
 def _principal(angle: Tensor) -> Tensor:
@@ -293,12 +280,12 @@ def logsumexp_impl(x: Tensor, dim: Sequence[int], keepdim: bool = False) -> Tens
     z = ComplexTensor(*_upcast(x))
     if x.numel() == 0:
         out = torch.log(torch.sum(torch.exp(z), dim, keepdim))
-        return _rounded(x, out.re, out.im)
+        return rounded(out.re, out.im, ctype_of(x))
     dims = _reduce_dims(dim, x.dim())
     shift = torch.amax(z.re, dims, keepdim=True)
     shift = torch.where(torch.isinf(shift), 0.0, shift)
     out = torch.log(torch.sum(torch.exp(z - shift), dims, keepdim)) + (shift if keepdim else shift.squeeze(dims))
-    return _rounded(x, out.re, out.im)
+    return rounded(out.re, out.im, ctype_of(x))
 
 
 # -- variance --------------------------------------------------------------------------
