@@ -45,13 +45,13 @@ def test_a_stock_tracer_traces_planar_programs(monkeypatch):
 
 def test_the_retrace_is_a_lowering(monkeypatch):
     inside = []
-    resolve = _registry.resolve
+    entry_for = _registry.entry_for
 
     def spy(func):
         inside.append((_lowering.current() is not None, _lowering.tracing()))
-        return resolve(func)
+        return entry_for(func)
 
-    monkeypatch.setattr("torchcx._boundary.retrace.resolve", spy)
+    monkeypatch.setattr("torchcx._boundary.retrace.entry_for", spy)
     torch._dynamo.reset()
     x = torch.randn(4, dtype=torch.complex64)
     torchcx.compile(lambda a: a.exp() * 2)(x)
