@@ -132,7 +132,7 @@ def register_library_support() -> None:
         return
     _registered = True
     try:
-        import opt_einsum  # noqa: F401  (torch imported it already when installed)
+        import opt_einsum  # torch imported it already when installed
     except ImportError:
         return
     try:
