@@ -38,14 +38,15 @@ function) for opt_einsum's module-level functions on that path:
   graph break): "torch" for torch tensors, as opt_einsum answers.
 
 Each polyfill does this only when it is the same computation: every operand
-a ``torch.Tensor``, no ``out=``, the backend ``"auto"`` or ``"torch"``, no
-numpy ``einsum`` keywords (``dtype=``, ``order=``, ``casting=``), no
-``memory_limit`` for ``contract`` (a bound on intermediates ``torch.einsum``
-cannot honour; an expression's path already honours it), no constant operands
-in an expression, and equations ``torch.einsum`` can parse (letters
-``a-zA-Z``, or sublists of ints below 52). Otherwise it traces a copy of
-opt_einsum's own function, exactly what Dynamo did without torchcx (graph
-breaks included; ``tests/test_library_support.py`` checks one).
+a ``torch.Tensor``, no ``out=``, the backend ``"auto"``, ``None`` or
+``"torch"``, no numpy ``einsum`` keywords (``dtype=``, ``order=``,
+``casting=``), no ``memory_limit`` for ``contract`` (a bound on intermediates
+``torch.einsum`` cannot honour; an expression's path already honours it), no
+``constants=`` when building an expression (an expression's pre-pass over its
+constant operands stays opt_einsum's own), and equations ``torch.einsum`` can
+parse (letters ``a-zA-Z``, or sublists of ints below 52). Otherwise it traces
+a copy of opt_einsum's own function, exactly what Dynamo did without torchcx
+(graph breaks included; ``tests/test_library_support.py`` checks one).
 
 The polyfills are global to Dynamo, not scoped to the torchcx backend: Dynamo
 keeps one table of them, read while tracing, before any backend sees a graph.
@@ -192,7 +193,7 @@ def _register_opt_einsum(oe_contract: types.ModuleType) -> None:
             out is None
             and not kwargs
             and memory_limit in (None, -1)
-            and backend in ("auto", "torch")
+            and backend in ("auto", "torch", None)
             and _einsum_can_take(subscripts, operands)
         ):
             return torch.einsum(subscripts, *operands)
@@ -223,7 +224,7 @@ def _register_opt_einsum(oe_contract: types.ModuleType) -> None:
             out is not None
             or evaluate_constants
             or kwargs
-            or backend not in ("auto", "torch")
+            or backend not in ("auto", "torch", None)
             or not all(isinstance(t, torch.Tensor) for t in operands)
             or not all(all(c in _EQUATION_CHARS for c in step[2]) for step in contraction_list)
         ):
