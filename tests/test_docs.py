@@ -5,7 +5,9 @@ use what an earlier one made), with torchcx's config restored after the file;
 blocks written as an interactive session (``>>>``) run as doctests, so their
 printed output is checked too. A block that is an excerpt rather than a program
 (``adding-an-op.md`` shows registrations as they appear inside ``torchcx.ops``)
-is fenced ```python fragment and skipped. Output blocks are ```text.
+is fenced ```python fragment and skipped. A block that needs an optional
+package is fenced ```python requires=PACKAGE and skipped (with the rest of its
+file) when that package is not installed. Output blocks are ```text.
 Docstring examples (``>>>``) run as doctests of their module.
 """
 
@@ -46,6 +48,16 @@ def python_blocks(path: Path) -> list[tuple[int, str]]:
     return blocks
 
 
+def required_packages(path: Path) -> list[str]:
+    """The packages named by ``requires=`` on ``path``'s Python blocks."""
+    return [
+        word.removeprefix("requires=")
+        for match in FENCE.finditer(path.read_text())
+        for word in match.group(1).split()[1:]
+        if word.startswith("requires=")
+    ]
+
+
 def _run_doctest(code: str, namespace: dict[str, Any], name: str, line: int) -> None:
     test = doctest.DocTestParser().get_doctest(code, namespace, name, name, line)
     output: list[str] = []
@@ -56,6 +68,8 @@ def _run_doctest(code: str, namespace: dict[str, Any], name: str, line: int) -> 
 
 @pytest.mark.parametrize("path", [p for p in FILES if python_blocks(p)], ids=lambda p: p.name)
 def test_doc_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for package in required_packages(path):
+        pytest.importorskip(package)
     monkeypatch.chdir(tmp_path)  # an example may write files
     config = torchcx.config
     settings = {name: getattr(config, name) for name in config._DEFAULTS}

@@ -346,6 +346,23 @@ def test_rule_reads_symbolic_sizes_without_guards() -> None:
     assert not env.guards
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 3, 4), (2, 4, 50)), ((2, 50, 4), (2, 4, 3))])
+def test_block_product_parts_take_eagers_views(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    # The block GEMM's result is split into halves; each part is laid out as eager's product
+    # (contiguous), so a view eager allows on the product is valid on the parts. As slices of the
+    # block result they were not, and the lowering of a compiled TFNO failed (issue 15).
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        out = torch.bmm(a, b)
+        return out.view(-1, out.shape[-1]).sum(0) + out.view(out.shape[0], -1).sum()
+
+    a, b = rand(*a_shape), rand(*b_shape, seed=1)
+    torch._dynamo.reset()
+    with torchcx.config.patch(matmul_strategy="block"):
+        torch.testing.assert_close(torchcx.compile(fn)(a, b), fn(a, b))
+        product = torch.bmm(cx(a), cx(b))
+    assert product.re.is_contiguous() and product.im.is_contiguous()
+
+
 @pytest.mark.parametrize("strategy", ["auto", *STRATEGIES])
 def test_compiled_strategies(strategy: str) -> None:
     # Values, real-only graphs, and "native" listed by explain as an extern kernel.

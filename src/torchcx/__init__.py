@@ -5,6 +5,7 @@ decomposed into real ops that Inductor can fuse. See README.md.
 """
 
 from . import config, ops  # noqa: F401  (fills the op tables)
+from ._library_support import register_library_support as _register_library_support
 from .backend import _register_backend, compile, torchcx_backend
 from .explain import ExplainReport, explain
 from .export import aoti_compile_and_package, export
@@ -40,3 +41,4 @@ __all__ = [
 ]
 
 _register_backend()
+_register_library_support()  # Note [opt_einsum as torch.einsum]

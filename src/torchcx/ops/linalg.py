@@ -242,8 +242,13 @@ def _block_product(gemm: OpOverload, a: Tensor, b: Tensor, dtype: torch.dtype, c
     expand_a = b.dim() < 2 or (a.dim() >= 2 and a.numel() <= b.numel())
 
     def halves(out: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+        # Each half laid out as eager's product is (contiguous), not as a slice of the block
+        # result: a later view eager allows (einsum's bmm(...).view(...)) must be valid on the
+        # parts too, or the lowering of a compiled graph fails where eager's view succeeds (a
+        # batched TFNO contraction did). A half that already is contiguous (rows of an
+        # unbatched result) is not copied.
         half = out.shape[dim] // 2
-        return out.narrow(dim, 0, half).to(compute), out.narrow(dim, half, half).to(compute)
+        return tuple(out.narrow(dim, start, half).to(compute).contiguous() for start in (0, half))
 
     if ai is None:
         # Ar @ [Br, Bi] = [ArBr, ArBi]; a vector b has no columns to stack: two products.
