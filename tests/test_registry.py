@@ -80,3 +80,17 @@ def test_supported_ops_page_is_current(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, spec.name, tool)  # (its dataclass looks its module up)
     spec.loader.exec_module(tool)
     assert tool.main(["--check"]) == 0, "run python tools/gen_supported_ops.py"
+
+
+def test_explain_names_each_ops_entry():
+    # explain reads the registry: each lowered op with its entry's family and kind
+    def fn(x, w):
+        return (torch.fft.fft(x) * w).abs(), torch.linalg.eigvals(w)
+
+    x, w = (torch.randn(4, 4, dtype=torch.complex64) for _ in range(2))
+    report = torchcx.explain(fn, x, w)
+    (graph,) = report.graphs
+    assert graph.how["aten.abs.default"] == "pointwise: formula on the parts"
+    assert graph.how["aten.linalg_eig.default"] == "linalg: extern kernel"
+    assert graph.how["aten._fft_c2c.default"].endswith("may call an extern kernel")
+    assert "(pointwise: formula on the parts)" in str(report)

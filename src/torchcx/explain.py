@@ -103,7 +103,13 @@ class ExplainReport:
             if g.lowered:
                 lines.append("  complex ops and their decompositions:")
                 width = max(len(op) for op in g.lowered)
-                lines += [f"    {op:<{width}}  -> {impl}" for op, impl in sorted(g.lowered.items())]
+                impl_width = max(len(impl) for impl in g.lowered.values())
+                lines += [
+                    f"    {op:<{width}}  -> {impl:<{impl_width}}  ({g.how[op]})"
+                    if op in g.how
+                    else f"    {op:<{width}}  -> {impl}"
+                    for op, impl in sorted(g.lowered.items())
+                ]
             if g.externs:
                 lines.append("  extern kernels (native complex kernel on interleaved data):")
                 lines += [f"    {op}" for op in sorted(set(g.externs))]

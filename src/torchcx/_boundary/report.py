@@ -25,6 +25,8 @@ class GraphReport:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     lowered: dict[str, str] = field(default_factory=dict)  # complex op -> implementation
+    #: complex op -> how its implementation computes it (the registry entry's kind and family)
+    how: dict[str, str] = field(default_factory=dict)
     externs: list[str] = field(default_factory=list)
     fallbacks: list[str] = field(default_factory=list)
     complex_nodes_after: list[str] = field(default_factory=list)
@@ -61,7 +63,8 @@ def graph_report(kind: str, spec: BoundarySpec, example_inputs: Sequence[Any], r
         kind=kind,
         inputs=[_describe_input(spec, i, v, s) for i, (v, s) in enumerate(zip(example_inputs, spec.inputs))],
         outputs=[_describe_output(spec, i, o) for i, o in enumerate(spec.outputs)],
-        lowered=dict(real.lowered),
+        lowered={op: getattr(e.impl, "__name__", repr(e.impl)) for op, e in real.lowered.items()},
+        how={op: e.describe() for op, e in real.lowered.items()},
         externs=_extern_calls(real.gm, real.fallbacks),
         fallbacks=list(real.fallbacks),
         complex_nodes_after=[f"{n.name}: {n.target}" for n in real.gm.graph.nodes if has_complex(n.meta.get("val"))],

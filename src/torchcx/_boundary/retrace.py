@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from .. import _layout, _lowering, config
 from ..ops import dispatch, entry_for
-from ..ops._registry import describe_args
+from ..ops._registry import OpEntry, describe_args
 from ..ops.extern import call_extern
 from ..tensor import ComplexTensor, RealView
 from .spec import BoundarySpec, complex_dtype_of, fetch_attr, has_complex, is_conj
@@ -35,7 +35,7 @@ class RealGraph:
 
     gm: fx.GraphModule
     example_inputs: list[Any]
-    lowered: dict[str, str] = field(default_factory=dict)  # complex op -> implementation
+    lowered: dict[str, OpEntry] = field(default_factory=dict)  # complex op -> how it was computed
     fallbacks: list[str] = field(default_factory=list)  # ops run as their native kernel
 
 
@@ -86,7 +86,7 @@ class _Retracer:
 
     def __init__(self, gm: fx.GraphModule, spec: BoundarySpec, *, strict: bool, inline_regions: bool) -> None:
         self.gm, self.spec, self.strict, self.inline_regions = gm, spec, strict, inline_regions
-        self.lowered: dict[str, str] = {}
+        self.lowered: dict[str, OpEntry] = {}
         self.fallbacks: list[str] = []
         # nested compile region identifier -> its real lowering (Note [Nested compile regions])
         self.regions: dict[str, fx.GraphModule] = {}
@@ -180,7 +180,7 @@ class _Retracer:
             if entry.kind == "missing":
                 raise NotImplementedError(f"torchcx: no complex decomposition for {target}")
             out = dispatch(target, args, kwargs)
-            self.lowered.setdefault(name, getattr(entry.impl, "__name__", repr(entry.impl)))
+            self.lowered.setdefault(name, entry)
             return out
         except NotImplementedError as e:
             if self.strict:

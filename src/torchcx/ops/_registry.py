@@ -90,6 +90,30 @@ class OpEntry:
     def in_table(self) -> bool:
         return self.kind in TABLE_KINDS
 
+    def describe(self) -> str:
+        """How the op is computed, in a few words (``torchcx.explain`` prints it)."""
+        if self.base is not None:
+            where = "in place" if self.kind == "inplace_variant" else "into out="
+            return f"{self.base.describe()}, written {where}"
+        if self.kind == "decomposition":
+            return "PyTorch's decomposition"
+        if self.kind == "composite":
+            return "PyTorch's composite kernel"
+        text = _KIND_TEXT.get(self.kind, self.kind)
+        text = f"{self.family}: {text}" if self.family else text
+        if self.calls_extern and self.kind != "extern":
+            text += ", may call an extern kernel"
+        return text
+
+
+_KIND_TEXT = {
+    "formula": "formula on the parts",
+    "partwise": "applied to each part",
+    "implementation": "real decomposition",
+    "extern": "extern kernel",
+    "refused": "refused, as eager does",
+    "missing": "no implementation",
+}
 
 _TABLE: dict[Op, OpEntry] = {}
 
