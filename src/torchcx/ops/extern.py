@@ -29,7 +29,6 @@ from typing import Any
 import torch
 from torch import Tensor
 from torch._ops import OpOverload
-from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .. import _layout, _lowering
@@ -250,39 +249,56 @@ def _float(v: float) -> Any:
 
 def decode(spec: str, tensors: list[Tensor], ints: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The arguments ``encode`` described, complex tensors viewed as complex again."""
-
-    def dec(x: Any) -> Any:
-        if isinstance(x, list):
-            return [dec(v) for v in x]
-        if not isinstance(x, dict):
-            return x
-        if "tensor" in x:
-            t = tensors[x["tensor"]]
-            return _layout.from_real(t, _DTYPES[x["complex"]]) if "complex" in x else t
-        ((kind, value),) = x.items()
-        if kind == "symint":
-            return ints[value]
-        if kind == "complex":
-            return complex(float(dec(value[0])), float(dec(value[1])))
-        if kind == "float":
-            return float(value)
-        if kind == "dtype":
-            return _DTYPES[value]
-        if kind == "device":
-            return torch.device(value)
-        return getattr(torch, value.replace("torch.", ""))  # layout, memory_format
-
-    data = _parsed(spec)
-    return tuple(dec(a) for a in data["args"]), {k: dec(v) for k, v in data["kwargs"].items()}
+    return _decoder(spec)(tensors, ints)
 
 
-_DTYPES = {str(d): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
+_Build = Callable[[list[Tensor], list[Any]], Any]
 
 
 @functools.lru_cache(maxsize=4096)
-def _parsed(spec: str) -> Any:
-    """``spec`` parsed (once per spec: a compiled graph passes the same one at every call)."""
-    return json.loads(spec)
+def _decoder(spec: str) -> _Build:
+    """``decode`` for one spec, built once: a compiled graph passes the same spec at every
+    call, and walking the parsed JSON each time was a measurable part of an extern call."""
+
+    def build(x: Any) -> _Build:
+        if isinstance(x, list):
+            items = [build(v) for v in x]
+            return lambda t, i: [f(t, i) for f in items]
+        if isinstance(x, dict) and "tensor" in x:
+            index = x["tensor"]
+            if "complex" in x:
+                dtype = _DTYPES[x["complex"]]
+                return lambda t, i: _layout.from_real(t[index], dtype)
+            return lambda t, i: t[index]
+        if isinstance(x, dict) and "symint" in x:
+            index = x["symint"]
+            return lambda t, i: i[index]
+        value = _constant(x)
+        return lambda t, i: value
+
+    data = json.loads(spec)
+    args = [build(a) for a in data["args"]]
+    kwargs = {k: build(v) for k, v in data["kwargs"].items()}
+    return lambda t, i: (tuple(f(t, i) for f in args), {k: f(t, i) for k, f in kwargs.items()})
+
+
+def _constant(x: Any) -> Any:
+    """A spec leaf that is neither a tensor nor a symbolic int, as the value it stands for."""
+    if not isinstance(x, dict):
+        return x
+    ((kind, value),) = x.items()
+    if kind == "complex":
+        return complex(float(_constant(value[0])), float(_constant(value[1])))
+    if kind == "float":
+        return float(value)
+    if kind == "dtype":
+        return _DTYPES[value]
+    if kind == "device":
+        return torch.device(value)
+    return getattr(torch, value.replace("torch.", ""))  # layout, memory_format
+
+
+_DTYPES = {str(d): d for d in vars(torch).values() if isinstance(d, torch.dtype)}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -310,11 +326,13 @@ def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) ->
     """The native kernel of aten op ``op`` on interleaved inputs (Note [Extern kernels])."""
     args, kwargs = decode(spec, tensors, ints)
     out = _op_from_name(op)(*args, **kwargs)
-    leaves = [x for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
-    inputs = {StorageWeakRef(t.untyped_storage()) for t in tensors}
+    leaves = [out] if isinstance(out, Tensor) else [x for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
+    # (storages compared by address: live storages with memory have distinct ones; empty
+    # storages all have address 0, and cloning an empty result costs nothing)
+    inputs = {t.untyped_storage().data_ptr() for t in tensors}
     results = []
     for x in map(_real_result, leaves):
-        if StorageWeakRef(x.untyped_storage()) in inputs:
+        if x.untyped_storage().data_ptr() in inputs:
             x = x.clone()  # a custom op's outputs may not alias its inputs
         results.append(x)
     return results
