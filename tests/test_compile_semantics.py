@@ -195,6 +195,39 @@ def test_output_aliases_output(name):
     check_compiled(OUTPUT_ALIASES[name], lambda: (cplx(3, 4),))
 
 
+# found by the differential fuzzer: the source of a copy into an input is a tensor of its own in
+# eager, though the input holds the same values afterwards (Note [Written inputs returned])
+WRITTEN_INPUTS = {
+    "copy_source": lambda a: (lambda v0: (a.copy_(v0), v0))(-a),
+    "copy_source_view": lambda a: (lambda v0: (a.copy_(v0), v0[1:]))(-a),
+    "copy_source_alone": lambda a: (lambda v0: (a.copy_(v0), v0)[1:])(-a),
+    "mutated_input_and_its_view": lambda a: (a.mul_(2j), a[1:], a.T),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITTEN_INPUTS))
+def test_written_input_and_other_outputs(name):
+    check_compiled(WRITTEN_INPUTS[name], lambda: (cplx(3, 4),))
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_gradient_of_a_transposed_input(dtype):
+    # found by the differential fuzzer: a complex128 output saved for backward (exp's) was
+    # packed contiguously while AOTAutograd traced the backward with eager's transposed
+    # strides; it now keeps the parts' layout, and a replayed saved output reports its strides
+    def make():
+        g = torch.Generator().manual_seed(1)
+        return (torch.randn(4, 2, dtype=dtype, generator=g).mT.requires_grad_(),)
+
+    (x,), (y,) = make(), make()
+    torch._dynamo.reset()
+    expected, actual = torch.exp(x), torchcx.compile(torch.exp)(y)
+    assert actual.stride() == expected.stride()
+    (gx,) = torch.autograd.grad(expected.abs().sum(), x)
+    (gy,) = torch.autograd.grad(actual.abs().sum(), y)
+    torch.testing.assert_close(gy, gx)
+
+
 def test_view_of_an_output_sees_a_later_mutation():
     # eager's t2 views t1, so the add after the graph break shows in it
     def fn(a):
@@ -357,6 +390,18 @@ def test_complex_tensor_in_and_out(part):
     tol = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(part)
     # (no real-to-complex promotion inside: 1j * z.abs() would make a native chalf in eager)
     check_compiled(lambda z: z * z.conj() + torch.exp(z * 1j), make, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("part", [torch.float32, torch.bfloat16])
+def test_parts_of_a_planar_input_are_views_of_its_parts(part):
+    # found by the differential fuzzer: Dynamo rebuilt z.real outside the graph and compiled
+    # the dispatch it ran as a frame of its own (Note [Dispatch is not a Dynamo frame])
+    def make():
+        g = torch.Generator().manual_seed(5)
+        return (torchcx.complex(torch.randn(3, 4, generator=g).to(part), torch.randn(3, 4, generator=g).to(part)),)
+
+    check_compiled(lambda z: (z.real, z.imag), make, expect_graph=False)
+    check_compiled(lambda z: (z.real, z * 2), make)
 
 
 def test_complex_tensor_mixed_with_native():

@@ -106,7 +106,26 @@ def pack(re: Tensor, im: Tensor, dtype: torch.dtype) -> Tensor:
         high = im.to(part).resolve_neg().view(half).to(word) << bits
         return low | high
     part = real_dtype(dtype)
-    return torch.stack([re.to(part), im.to(part)], dim=-1)
+    re, im = re.to(part), im.to(part)
+    # stack() lays its result out contiguously; keep the parts' dimension order instead, as
+    # eager's kernels do (exp of a transposed complex128 tensor is transposed): a saved
+    # value's layout must be the one AOTAutograd traced the backward with.
+    perm = _physical_order(re)
+    if perm is None:
+        return torch.stack([re, im], dim=-1)
+    inverse = sorted(range(len(perm)), key=perm.__getitem__)
+    return torch.stack([re.permute(perm), im.permute(perm)], dim=-1).permute(*inverse, re.dim())
+
+
+def _physical_order(t: Tensor) -> list[int] | None:
+    """The permutation that makes ``t``'s layout contiguous, if ``t`` has static strides and is
+    not already in row-major order (eager's rule for elementwise outputs)."""
+    from torch._prims_common import compute_elementwise_output_logical_to_physical_perm
+
+    if t.dim() < 2 or not all(isinstance(s, int) for s in (*t.shape, *t.stride())):
+        return None
+    perm, _ = compute_elementwise_output_logical_to_physical_perm(t)
+    return None if perm == list(range(t.dim())) else perm
 
 
 def unpack_remembering(t: Tensor, dtype: torch.dtype) -> ComplexTensor:

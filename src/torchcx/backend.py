@@ -233,7 +233,7 @@ def _lower_and_compile_now(
         record(real_graph_report(kind, example_inputs))
         return compile_fx_inner(gm, example_inputs, **kwargs)
 
-    spec = boundary_spec(gm, example_inputs)
+    spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")
     push_conversions_into_cat(real.gm)
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
@@ -253,6 +253,23 @@ def _lower_and_compile_now(
         # AOTAutograd reads the strides of the *complex* outputs: translate ours.
         outer_strides.extend(complex_output_strides(spec, real_strides))
     return BoundaryRuntime(compiled, spec)
+
+
+def _input_outputs(kind: str) -> dict[int, int] | None:
+    """Graph output index -> input index, for the outputs AOTAutograd returns as an input or a
+    view of one (Note [Written inputs returned]); None where its metadata is not at hand."""
+    from torch._functorch._aot_autograd.schemas import OutputType
+
+    context = torch._guards.TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None)
+    if kind == "backward" or meta is None:
+        return None
+    first = meta.num_mutated_inp_runtime_indices  # the graph returns those inputs' new values first
+    return {
+        first + k: info.base_idx
+        for k, info in enumerate(meta.output_info)
+        if info.output_type in (OutputType.is_input, OutputType.alias_of_input) and isinstance(info.base_idx, int)
+    }
 
 
 def _register_backend() -> None:

@@ -484,6 +484,31 @@ class RealView(_PlanarBase):
         return _repr(self, "RealView", self.dtype == torch.get_default_dtype())
 
 
+def _never_compiled_as_frames() -> None:
+    """Note [Dispatch is not a Dynamo frame]
+    --------------------------------------
+    Python code that a compiled frame runs outside its graphs (Dynamo's output
+    reconstruction, for instance ``z.real`` of a planar input returned as a view)
+    calls the types' ``__torch_dispatch__`` as a Python frame, with Dynamo's
+    frame callback active. Dynamo would then compile that frame (and every frame
+    it calls) as user code, fakifying a RealView argument it cannot rebuild.
+    Dispatch is torchcx's implementation, not the user's program: skip it and all
+    it calls, so it runs eagerly there as it does everywhere else. (Tracing a
+    subclass never needs these frames: Dynamo fakifies ComplexTensors through
+    ``__tensor_flatten__`` and their ops run under fake mode.) The skip is a flag
+    on the code objects, so eager dispatch costs nothing more.
+    """
+    from torch._dynamo.eval_frame import set_code_exec_strategy
+    from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+    for cls in (ComplexTensor, RealView):
+        code = cls.__dict__["__torch_dispatch__"].__func__.__code__
+        set_code_exec_strategy(code, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+
+
+_never_compiled_as_frames()
+
+
 def _viewable_as_complex(pair: Tensor) -> bool:
     # view_as_complex needs even strides and offset (a whole number of complex elements).
     if pair.storage_offset() % 2:

@@ -10,7 +10,7 @@ and the graph's tensor constants. Nothing here traces or runs an op.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,10 +84,13 @@ def boundary_spec(
     example_inputs: Sequence[Any],
     *,
     pairs_of: Sequence[torch.dtype | None] | None = None,
+    input_outputs: Mapping[int, int] | None = None,
 ) -> BoundarySpec:
     """The boundary of ``gm``. ``pairs_of`` (torchcx.export): every complex input and output
     crosses as (re, im) pairs, input i's with parts ``pairs_of[i]``, and every output is
-    computed (there is no run time to replay views on)."""
+    computed (there is no run time to replay views on). ``input_outputs``: output index ->
+    input index, for the outputs AOTAutograd's metadata says are that input or a view of it
+    (Note [Written inputs returned])."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if pairs_of is not None:
         inputs = [
@@ -102,7 +105,9 @@ def boundary_spec(
     shared_views: dict[int, fx.Node] = {}
     if pairs_of is None:
         aliases = {
-            i: p for i, o in enumerate(outputs) if (p := _aliased_input(o, placeholders, written_back)) is not None
+            i: p
+            for i, o in enumerate(outputs)
+            if (p := _aliased_input(o, placeholders, written_back, (input_outputs or {}).get(i))) is not None
         }
         shared_views = _shared_views(outputs, aliases)
     bases = list(dict.fromkeys(shared_views.values()))
@@ -158,14 +163,57 @@ def boundary_spec(
 
 def complex_output_strides(spec: BoundarySpec, real_strides: list[Any]) -> list[Any]:
     """Strides of the graph's outputs, from those Inductor reports for the real outputs."""
-    result = []
-    for i, dtype in enumerate(spec.output_dtypes):
-        slot = spec.output_slot[i]
+
+    def complex_strides(slot: int | None, dtype: torch.dtype | None) -> Any:
         strides = real_strides[slot] if slot is not None and slot < len(real_strides) else None
         if strides is not None and dtype is not None and not _layout.uses_words(dtype):
             strides = tuple(s // 2 for s in strides[:-1])  # float pairs: drop the pair dim
-        result.append(strides)
+        return strides
+
+    result = [complex_strides(spec.output_slot[i], dtype) for i, dtype in enumerate(spec.output_dtypes)]
+    if spec.alias_replay is not None:
+        bases = [
+            result[where] if kind == "output" else complex_strides(where, dtype)
+            for (kind, where), dtype, _ in spec.base_sources
+        ]
+        _replayed_strides(spec, result, bases)
     return result
+
+
+def _replayed_strides(spec: BoundarySpec, result: list[Any], base_strides: list[Any]) -> None:
+    """Fill in the strides of the replayed outputs (views of inputs, or of bases whose layout
+    Inductor chose): an output saved for the backward must be described with the strides it
+    will have, a replayed one as a computed one. The views are replayed on meta tensors of
+    those layouts; an unknown or symbolic layout leaves None (AOTAutograd's traced strides)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    def meta(node: fx.Node, strides: Any) -> Any:
+        val = node.meta.get("val")
+        if not isinstance(val, Tensor):
+            return val
+        if strides is None or not all(isinstance(s, int) for s in (*val.shape, *strides)):
+            raise _UnknownLayout
+        t = torch.empty_strided(tuple(val.shape), tuple(strides), dtype=val.dtype, device="meta")
+        return t.conj() if val.is_complex() and val.is_conj() else t
+
+    def input_strides(node: fx.Node) -> Any:
+        val = node.meta.get("val")
+        return val.stride() if isinstance(val, Tensor) else None
+
+    try:
+        with unset_fake_temporarily():
+            inputs = [meta(p, input_strides(p)) for p in spec.placeholders]
+            bases = [meta(b, strides) for b, strides in zip(spec.bases, base_strides)]
+            replayed = spec.alias_replay(*inputs, *bases)  # type: ignore[misc]
+    except (_UnknownLayout, RuntimeError, NotImplementedError, TypeError):
+        return
+    for i, value in zip(spec.replayed, replayed):
+        if isinstance(value, Tensor):
+            result[i] = tuple(value.stride())
+
+
+class _UnknownLayout(Exception):
+    pass
 
 
 # -- reading nodes -----------------------------------------------------------------------------
@@ -241,11 +289,29 @@ def _written_back(gm: fx.GraphModule, placeholders: list[fx.Node]) -> dict[fx.No
     return found
 
 
-def _aliased_input(node: Any, placeholders: list[fx.Node], written_back: dict[fx.Node, fx.Node]) -> int | None:
+# Note [Written inputs returned]
+# ------------------------------
+# ``x.mul_(p); return x[:, ::2]`` returns a view of the input x; the functional graph
+# computes ``m = mul(x, p)``, writes it back (``copy_(x, m)``) and returns ``slice(m)``.
+# Replaying that slice on x after the call is exact and saves the kernel a buffer. But
+# ``v0 = -a; a.copy_(v0); return v0`` gives the same graph shape (the new value ``neg``
+# returned and written back), and eager's v0 is a fresh tensor, not a. The graph cannot
+# tell the two apart; AOTAutograd's output metadata can (``is_input`` / ``alias_of_input``
+# against ``non_alias``). So a view of a written-back value is replayed on the input only
+# where that metadata names this input; without it, the output is computed.
+
+
+def _aliased_input(
+    node: Any, placeholders: list[fx.Node], written_back: dict[fx.Node, fx.Node], returned_input: int | None
+) -> int | None:
     """The placeholder index ``node`` is a (chain of) view(s) of, if any: of the input itself,
-    or of the new value the graph writes into it."""
+    or of the new value the graph writes into it, where AOTAutograd says the output is that
+    input or its view (``returned_input``; Note [Written inputs returned])."""
     root = _view_root(node)
-    root = written_back.get(root, root)
+    if root in written_back:
+        root = written_back[root]
+        if returned_input is None or placeholders.index(root) != returned_input:
+            return None
     return placeholders.index(root) if isinstance(root, fx.Node) and root.op == "placeholder" else None
 
 
