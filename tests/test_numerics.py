@@ -613,3 +613,29 @@ def test_flush_subnormals_is_scoped_and_reaches_compiled_kernels() -> None:
     for flushed in (flushed_eager, flushed_compiled):
         assert flushed[0] == 0 and flushed[1] == expected[1]
     torch.testing.assert_close(scale(z), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
+def test_parity_mean(dtype: torch.dtype, mode: str) -> None:
+    # Eager and NumPy scale the complex sum by 1/N as a complex number: mean([-inf+0j]) is
+    # -inf+nanj in both (found by the differential fuzzer: torchcx divided each part by N).
+    # Each grid value alone (N = 1) and each paired with every value of OTHERS (N = 2).
+    g = grid(dtype)
+    pairs = torch.stack([g.repeat(len(OTHERS)), torch.tensor(OTHERS, dtype=dtype).repeat_interleave(g.numel())], -1)
+    eager, ref, cx = [], [], []
+    for x in (g[:, None], pairs):
+        torch._dynamo.reset()
+        compiled = (
+            (lambda x=x: _to_numpy(torchcx.compile(lambda t: t.mean(-1), dynamic=False)(x.clone())))
+            if mode == "compiled"
+            else None
+        )
+        e, r, c = run_three_ways(lambda t: t.mean(-1), lambda a: np.mean(a, axis=-1), [x], False, compiled)
+        eager.append(e)
+        ref.append(r)
+        cx.append(c)
+    inputs = [torch.cat([g, pairs[:, 0]]), torch.cat([torch.zeros_like(g), pairs[:, 1]])]
+    _check_parity(
+        _parity_name("mean", mode), dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx)
+    )

@@ -76,7 +76,15 @@ def mean_impl(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: torch
     x = _cast(x, dtype)
     if not isinstance(x, ComplexTensor):
         return aten.mean.dim(x, dim, keepdim)
-    return _each_part(x, lambda p: aten.mean.dim(p, dim, keepdim))
+    # Eager (and NumPy) scale the complex sum by 1/N as a complex number, (a + ib)(1/N + 0i):
+    # an infinite part times the zero imaginary part makes the other part nan
+    # (mean([-inf+0j]) = -inf+nanj). Keep those zero terms so special values (and signed
+    # zeros) come out as theirs; on finite values they add exact zeros. Eager's sums start
+    # from +0 (the mean of -0 is +0); Inductor reduces a dim of size 1 without that start,
+    # so add it.
+    re, im = _upcast(x)
+    m_re, m_im = aten.mean.dim(re, dim, keepdim) + 0.0, aten.mean.dim(im, dim, keepdim) + 0.0
+    return rounded(m_re - m_im * 0, m_im + m_re * 0, ctype_of(x))
 
 
 @register(aten.cumsum.default)
