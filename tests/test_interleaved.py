@@ -131,6 +131,16 @@ def test_store_without_partner():
     assert out.data_ptr() == got.data_ptr()
 
 
+def test_dynamic_shapes_keep_inductors_code_for_symbolic_tails():
+    # found by the differential fuzzer: a second shape recompiles with a symbolic size,
+    # whose tail loop has a symbolic element count; the shuffles need a static one
+    torch._dynamo.reset()
+    fn = torchcx.compile(lambda t: (t * 1j).mean(-1))
+    for rows, n in ((64, 1), (4096, 2), (4093, 3)):
+        x = torch.randn(rows, n, dtype=torch.complex64)
+        torch.testing.assert_close(fn(x), (x * 1j).mean(-1))
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_sixteen_bit_pairs_with_tail(dtype):
     # 19 pairs per row: a tile of 16 and a tail of 3 (or of 19 in a 32-lane bfloat16 tile).

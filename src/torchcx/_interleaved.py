@@ -222,6 +222,16 @@ def _extent(name: str) -> Any:
         return None
 
 
+def _static_span(kernel: Any) -> int | None:
+    """Elements of a (re, im) span one vector iteration covers; None where the loop's
+    element count is symbolic (the tail loop of a dynamic-shape kernel): such an access
+    keeps Inductor's own code."""
+    n = kernel.num_elems
+    if isinstance(n, int):
+        return 2 * n
+    return 2 * int(n) if getattr(n, "is_number", False) else None
+
+
 def _count(count: int, lanes: int, k: int) -> str:
     """The argument list of vector ``k``'s load or store of ``count`` elements."""
     n = max(0, min(lanes, count - k * lanes))
@@ -232,7 +242,8 @@ def _pair_load(kernel: Any, name: str, index: Any) -> Any:
     from torch._inductor.codegen.cpp_utils import cexpr_index
     from torch._inductor.virtualized import V
 
-    if kernel._load_mask is not None:
+    span = _static_span(kernel)
+    if kernel._load_mask is not None or span is None:
         return None
     access = _stride2(kernel, name, index)
     if access is None:
@@ -250,7 +261,6 @@ def _pair_load(kernel: Any, name: str, index: Any) -> Any:
         return None
     ctype, shuffled = _cpp(dtype), _SHUFFLED[dtype]
     vectors, lanes = _shape(kernel, dtype)
-    span = 2 * kernel.num_elems
     ptr = f"{kernel.args.input(name)} + {cexpr_index(start)}"
     lines = []
     for k in range(vectors):
@@ -305,7 +315,8 @@ def _pair_store(kernel: Any, name: str, index: Any, value: Any, store: Any) -> b
     """Emit the store of ``value``; combined with its partner's where it has one (True if handled)."""
     from torch._inductor.codegen.cpp_utils import cexpr_index
 
-    if not getattr(value, "is_vec", False):
+    span = _static_span(kernel)
+    if not getattr(value, "is_vec", False) or span is None:
         return False
     access = _stride2(kernel, name, index)
     root = _root(name)
@@ -336,7 +347,6 @@ def _pair_store(kernel: Any, name: str, index: Any, value: Any, store: Any) -> b
     names = {name, partner["name"]}
     ctype, shuffled = _cpp(dtype), _SHUFFLED[dtype]
     vectors, lanes = _shape(kernel, dtype)
-    span = 2 * kernel.num_elems
     ptr = f"{kernel.args.output(even_name)} + {cexpr_index(even_index)}"
     parts = ["{"]
     if dtype in _SIXTEEN:  # shuffled as float: the float values Inductor converted from, if at hand
