@@ -210,6 +210,17 @@ def test_written_input_and_other_outputs(name):
     check_compiled(WRITTEN_INPUTS[name], lambda: (cplx(3, 4),))
 
 
+@pytest.mark.parametrize("unsqueeze", [-1, -2, 0])
+def test_unsqueeze_of_view_as_real_of_an_intermediate(unsqueeze):
+    # found by the differential fuzzer: einsum unsqueezes its operands after their last dim;
+    # on the retrace's RealView that position was taken as a dim of the parts (out of range)
+    def fn(b):
+        v = torch.view_as_real(b * 2)
+        return v.unsqueeze(unsqueeze) * 3, torch.einsum("...ij,...kj->...ik", v, v)
+
+    check_compiled(fn, lambda: (cplx(3),))
+
+
 @pytest.mark.parametrize("dtype", [C64, C128])
 def test_gradient_of_a_transposed_input(dtype):
     # found by the differential fuzzer: a complex128 output saved for backward (exp's) was

@@ -25,6 +25,14 @@ class BoundaryRuntime:
         self._boxed_call = True
         self.compiled = compiled
         self.spec = spec
+        # Per call, only what varies is looked at (small graphs run in microseconds, and
+        # this wrapper is on every call): the complex inputs and how each crosses, and the
+        # replay graph's generated code, called without nn.Module's call machinery.
+        self._complex_inputs = [(i, s.conj) for i, s in enumerate(spec.inputs) if s.complex_dtype is not None]
+        self._outputs = [
+            (spec.output_slot[i], dtype, spec.output_conj[i]) for i, dtype in enumerate(spec.output_dtypes)
+        ]
+        self._replay = spec.alias_replay.forward if spec.alias_replay is not None else None
 
     def __call__(self, *call_args: Any) -> Any:
         spec = self.spec
@@ -32,32 +40,28 @@ class BoundaryRuntime:
         # AOTAutograd's backward paths, unboxed.
         boxed = len(call_args) == 1 and isinstance(call_args[0], list)
         args = call_args[0] if boxed else list(call_args)
-        originals = list(args) if spec.alias_replay is not None else None
-        real_args = []
-        for value, input_spec in zip(args, spec.inputs):
-            if input_spec.complex_dtype is None:
-                real_args.append(value)
-                continue
-            if value.is_conj() != input_spec.conj:
+        originals = list(args) if self._replay is not None else None
+        real_args = list(args)
+        for i, conj in self._complex_inputs:
+            value = args[i]
+            if value.is_conj() != conj:
                 # A tangent need not have the conj bit AOTAutograd traced the backward with (that
                 # of the forward's output: ihfft returns a conj view): give the graph the same values
                 # in the traced form (a copy, only for this input).
-                value = value.conj().resolve_conj().conj() if input_spec.conj else value.resolve_conj()
-            real_args.append(_layout.to_real(value.conj() if input_spec.conj else value))
+                value = value.conj().resolve_conj().conj() if conj else value.resolve_conj()
+            real_args[i] = _layout.to_real(value.conj() if conj else value)
         args.clear()
-        real_outs = self.compiled([*real_args, *spec.constants])
-        results: list[Any] = []
-        for i, dtype in enumerate(spec.output_dtypes):
-            slot = spec.output_slot[i]
-            results.append(None if slot is None else _from_real(real_outs[slot], dtype, spec.output_conj[i]))
+        real_outs = self.compiled([*real_args, *spec.constants] if spec.constants else real_args)
+        results: list[Any] = [
+            None if slot is None else _from_real(real_outs[slot], dtype, conj) for slot, dtype, conj in self._outputs
+        ]
         if originals is not None:
-            assert spec.alias_replay is not None
             bases = [
                 results[where] if kind == "output" else _from_real(real_outs[where], dtype, conj)
                 for (kind, where), dtype, conj in spec.base_sources
             ]
-            replayed = iter(spec.alias_replay(*originals, *bases))
-            results = [next(replayed) if slot is None else r for r, slot in zip(results, spec.output_slot.values())]
+            replayed = iter(self._replay(*originals, *bases))
+            results = [next(replayed) if slot is None else r for r, (slot, _, _) in zip(results, self._outputs)]
         return results
 
 

@@ -248,18 +248,26 @@ def dispatch_real_view(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
             return aten.alias(part)
         if func is aten.unbind.int and args[1] % view.dim() == last:
             return aten.alias(view.re), aten.alias(view.im)
-        if func in _LEADING_DIM_VIEWS and all(d % view.dim() != last for d in _dims_of(func, args)):
-            return RealView(func(view.re, *args[1:]), func(view.im, *args[1:]))
+        dims = _dims_of(func, args, view.dim())
+        if func in _LEADING_DIM_VIEWS and all(d <= last for d in dims):
+            # the dims as positions: a negative dim counts from the pair dim, not the parts' last
+            rest = (*dims, *args[1 + len(dims) :]) if dims else args[1:]
+            return RealView(func(view.re, *rest), func(view.im, *rest))
     if func._schema.is_mutable:
         return _mutate_through(func, args, kwargs)
     return func(*tree_map(_materialize, args), **tree_map(_materialize, kwargs))
 
 
-def _dims_of(func: Any, args: tuple[Any, ...]) -> list[int]:
-    if func in (aten.slice.Tensor, aten.select.int, aten.unsqueeze.default):
-        return [args[1] if len(args) > 1 else 0]
+def _dims_of(func: Any, args: tuple[Any, ...], ndim: int) -> list[int]:
+    """The dims a view op of a RealView with ``ndim`` dims acts on, as non-negative positions;
+    it maps onto the parts only if each comes before the pair dim (``ndim - 1``). unsqueeze
+    inserts: its position counts one dim more (``unsqueeze(ndim)`` goes after the pair dim)."""
+    if func is aten.unsqueeze.default:
+        return [args[1] % (ndim + 1)]
+    if func in (aten.slice.Tensor, aten.select.int):
+        return [(args[1] if len(args) > 1 else 0) % ndim]
     if func is aten.transpose.int:
-        return [args[1], args[2]]
+        return [args[1] % ndim, args[2] % ndim]
     return []
 
 
