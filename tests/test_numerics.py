@@ -615,27 +615,35 @@ def test_flush_subnormals_is_scoped_and_reaches_compiled_kernels() -> None:
     torch.testing.assert_close(scale(z), expected, rtol=0, atol=0)
 
 
+#: Reductions over a dim, with NumPy's: eager and NumPy scale a mean's complex sum by the
+#: complex 1/N, and start a product from 1 + 0i, so an infinite part meets a zero and makes
+#: the other part nan (mean([-inf+0j]) is -inf+nanj, prod([-inf+infj]) nan+nanj). Found by
+#: the differential fuzzer: torchcx divided each part by N, and multiplied without the start.
+REDUCTIONS = {
+    "mean": (lambda t: t.mean(-1), lambda a: np.mean(a, axis=-1)),
+    "prod": (lambda t: t.prod(-1), lambda a: np.prod(a, axis=-1)),
+}
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
-def test_parity_mean(dtype: torch.dtype, mode: str) -> None:
-    # Eager and NumPy scale the complex sum by 1/N as a complex number: mean([-inf+0j]) is
-    # -inf+nanj in both (found by the differential fuzzer: torchcx divided each part by N).
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_parity_reduction(name: str, dtype: torch.dtype, mode: str) -> None:
     # Each grid value alone (N = 1) and each paired with every value of OTHERS (N = 2).
+    fn, np_fn = REDUCTIONS[name]
     g = grid(dtype)
     pairs = torch.stack([g.repeat(len(OTHERS)), torch.tensor(OTHERS, dtype=dtype).repeat_interleave(g.numel())], -1)
     eager, ref, cx = [], [], []
     for x in (g[:, None], pairs):
         torch._dynamo.reset()
         compiled = (
-            (lambda x=x: _to_numpy(torchcx.compile(lambda t: t.mean(-1), dynamic=False)(x.clone())))
-            if mode == "compiled"
-            else None
+            (lambda x=x: _to_numpy(torchcx.compile(fn, dynamic=False)(x.clone()))) if mode == "compiled" else None
         )
-        e, r, c = run_three_ways(lambda t: t.mean(-1), lambda a: np.mean(a, axis=-1), [x], False, compiled)
+        e, r, c = run_three_ways(fn, np_fn, [x], False, compiled)
         eager.append(e)
         ref.append(r)
         cx.append(c)
-    inputs = [torch.cat([g, pairs[:, 0]]), torch.cat([torch.zeros_like(g), pairs[:, 1]])]
+    inputs = [torch.cat([g, pairs[:, 0]]), torch.cat([torch.ones_like(g), pairs[:, 1]])]
     _check_parity(
-        _parity_name("mean", mode), dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx)
+        _parity_name(name, mode), dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx)
     )

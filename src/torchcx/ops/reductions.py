@@ -107,8 +107,11 @@ def _tree_prod(re: Tensor, im: Tensor) -> Parts:
     if n == 0:
         shape = (*re.shape[:-1], 1)
         return torch.ones(shape, dtype=re.dtype, device=re.device), torch.zeros(shape, dtype=im.dtype, device=im.device)
+    # the first factor times the start value, as eager and NumPy multiply (_times_one)
+    first_re, first_im = _times_one(re[..., :1], im[..., :1])
     if n == 1:
-        return re.clone(), im.clone()
+        return first_re, first_im
+    re, im = torch.cat([first_re, re[..., 1:]], -1), torch.cat([first_im, im[..., 1:]], -1)
     while n > 1:
         even = n - n % 2
         pr, pi = mul(re[..., 0:even:2], im[..., 0:even:2], re[..., 1:even:2], im[..., 1:even:2])
@@ -119,18 +122,30 @@ def _tree_prod(re: Tensor, im: Tensor) -> Parts:
     return re, im
 
 
+def _times_one(re: Tensor, im: Tensor) -> Parts:
+    """(re + i im) * (1 + 0i) as a complex product. Eager and NumPy start a product from 1 and
+    multiply: an infinite part meets the start's zero imaginary part and makes the other part
+    nan (prod([-inf+infj]) is nan+nanj in both). On finite values it changes nothing."""
+    return re - im * 0, im + re * 0
+
+
 @register(aten.prod.default, aten.prod.dim_int)
 def prod_impl(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Tensor:
     x = _cast(x, dtype)
     if not isinstance(x, ComplexTensor):
         return aten.prod(x) if dim is None else aten.prod(x, dim, keepdim)
     re, im = _upcast(x)
+    if re.dtype == torch.float32:
+        # Eager's and NumPy's complex64 products do not overflow in the middle of a product
+        # whose result fits ((3e38-3e38j)(1.5-0.5j) is 3e38-infj, not inf-infj): each part's
+        # two terms are formed in a wider range. Products in float64, rounded once.
+        re, im = re.double(), im.double()
     if dim is None:
         pr, pi = _tree_prod(re.reshape(1, -1), im.reshape(1, -1))
         return rounded(pr.reshape(()), pi.reshape(()), ctype_of(x))
     d = dim % max(x.dim(), 1)
     if x.dim() == 0:
-        return rounded(re.clone(), im.clone(), ctype_of(x))
+        return rounded(*_times_one(re, im), ctype_of(x))
     pr, pi = _tree_prod(re.movedim(d, -1), im.movedim(d, -1))
     pr, pi = pr.movedim(-1, d), pi.movedim(-1, d)
     if not keepdim:
