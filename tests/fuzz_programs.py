@@ -72,8 +72,8 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "(stock torch.compile too) raise 'expected scalar type'. PyTorch's difference, not torchcx's",
     },
     {
-        "what": ".real/.imag/view_as_real/isfinite after an in-place op (or returned after one), in programs "
-        "with conj views",
+        "what": ".real/.imag/view_as_real/isfinite (and where on .real) after an in-place op (or returned after "
+        "one), in programs with conj views",
         "kinds": None,
         "reason": "PyTorch's functionalization: `b.conj().mul_(3); b.real`, and `c.exp_(); c.imag` of a "
         "conj-view input c, fail under stock torch.compile too (aot_eager: view_as_real of an unresolved "
@@ -150,11 +150,25 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "element can be read or written through it",
     },
     {
-        "what": "reshape/flatten of a view_as_real, in programs that check gradients",
+        "what": "reshape/flatten of a non-contiguous value, in programs that check gradients",
         "kinds": None,
         "reason": "PyTorch's AOTAutograd: `torch.sgn(torch.view_as_real(a).reshape(-1, 1))` of a transposed "
         "complex128 a requiring grad fails to compile under stock torch.compile (aot_eager too): 'Please "
-        "convert all Tensors to FakeTensors first' in view_as_complex",
+        "convert all Tensors to FakeTensors first'; with a transposed float32 a, 'Attempted to call copy_() "
+        "on an invalid python storage'",
+    },
+    {
+        "what": "cumsum of a 0-dim value in programs with in-place ops",
+        "kinds": None,
+        "reason": "PyTorch's Inductor: `torch.cumsum(a.zero_(), dim=0)` of a 0-dim float32 a raises "
+        "'IndexError: tuple index out of range' under stock torch.compile",
+    },
+    {
+        "what": ".real/.imag of a ComplexTensor used after a graph break",
+        "kinds": LOWP_KINDS,
+        "reason": "limitations.md '.real/.imag of a ComplexTensor across a graph break': the part is an "
+        "autograd view of the ComplexTensor, which Dynamo cannot rebuild for the next frame "
+        "('view_as_real is only supported for complex tensors'); use z.re / z.im",
     },
     {
         "what": "masked_fill of a real tensor with a Python complex scalar",
@@ -593,7 +607,7 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if name in SAME_DTYPE_OPS and len({env[a].dtype for a in args}) > 1:
                 continue  # (EXCLUSIONS)
-            if name in ("real", "imag", "view_as_real", "isfinite") and _conj_mutated(prog):
+            if name in ("real", "imag", "view_as_real", "isfinite", "where_scalar") and _conj_mutated(prog):
                 continue  # (EXCLUSIONS)
             if op.inplace and any(
                 n == args[0] and i.kind == "f64" and not i.shape for n, i in zip(prog.names, prog.inputs)
@@ -606,7 +620,15 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if op.inplace and _views(prog, args[0], {"expand"}):
                 continue  # (EXCLUSIONS)
-            if prog.grad and name in ("reshape", "flatten") and _views(prog, args[0], {"view_as_real"}):
+            if prog.grad and name in ("reshape", "flatten") and not env[args[0]].is_contiguous():
+                continue  # (EXCLUSIONS)
+            if name == "cumsum" and env[args[0]].dim() == 0 and any(OPS[s_.op].inplace for s_ in prog.steps):
+                continue  # (EXCLUSIONS)
+            if (
+                prog.lowp
+                and any(s_.op == "graph_break" for s_ in prog.steps)
+                and _views(prog, args[0], {"real", "imag"})
+            ):
                 continue  # (EXCLUSIONS)
             if op.inplace and prog.lowp and _views(prog, args[0], {"real", "imag"}):
                 continue  # (EXCLUSIONS)
