@@ -166,9 +166,9 @@ EXCLUSIONS: list[dict[str, Any]] = [
     {
         "what": "sin/tanh in programs with empty inputs",
         "kinds": None,
-        "reason": "limitations.md 'sin/tanh of constant values': torch.sin(b.sum(dim=-2)) of an empty b (a "
-        "kernel whose values are all constants) fails in Inductor's value-range analysis ('not bool like "
-        "VR[0, int_oo]': the special-value masks are combined with bitwise_and); not yet fixed",
+        "reason": "limitations.md 'sin/tanh of values Inductor knows the range of': torch.sin(b.sum(dim=-2)) "
+        "of an empty b fails in Inductor's value-range analysis ('not bool like VR[0, int_oo]': the "
+        "special-value masks are combined with bitwise_and); torchcx's, not yet fixed",
     },
     {
         "what": ".real/.imag of a ComplexTensor used after a graph break",
