@@ -95,7 +95,7 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "grad), and so does torchcx. Non-empty bool products are refused by eager anyway",
     },
     {
-        "what": "in-place ops on a 0-dim float64 input",
+        "what": "in-place ops on (views of) a 0-dim float64 input",
         "kinds": ("f64",),
         "reason": "PyTorch's Dynamo: `v0 = b * 2; b.add_(v0); return (b,)` of b = torch.tensor(0.7, "
         "dtype=torch.float64) leaves b unchanged under stock torch.compile (aot_eager and inductor alike; "
@@ -541,6 +541,14 @@ FFT_OPS = {"fft", "ifft", "fft2", "rfft"}
 VIEW_OPS = {"conj", "transpose", "mT", "slice", "select", "unsqueeze", "flatten", "reshape", "diagonal", "expand"}
 
 
+def _view_origin(prog: Program, name: str) -> str:
+    """The value ``name`` is (a chain of) view(s) of: ``name`` itself if it is no view."""
+    made = {s.out: s for s in prog.steps if s.out is not None}
+    while name in made and made[name].op in VIEW_OPS:
+        name = made[name].args[0]
+    return name
+
+
 def _non_finite(t: torch.Tensor) -> bool:
     parts = (t.re, t.im) if isinstance(t, ComplexTensor) else (t,)
     return any(p.numel() and not bool(torch.isfinite(p).all()) for p in parts)
@@ -616,9 +624,8 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if name in ("real", "imag", "view_as_real", "isfinite", "where_scalar") and _conj_mutated(prog):
                 continue  # (EXCLUSIONS)
-            if op.inplace and any(
-                n == args[0] and i.kind == "f64" and not i.shape for n, i in zip(prog.names, prog.inputs)
-            ):
+            origin = _view_origin(prog, args[0]) if op.inplace else None
+            if any(n == origin and i.kind == "f64" and not i.shape for n, i in zip(prog.names, prog.inputs)):
                 continue  # (EXCLUSIONS)
             tensors = [env[a] for a in args]
             if name in ALPHA_OPS and any(_is_complex(t) for t in tensors) and any(_non_finite(t) for t in tensors):
