@@ -541,27 +541,31 @@ FFT_OPS = {"fft", "ifft", "fft2", "rfft"}
 VIEW_OPS = {"conj", "transpose", "mT", "slice", "select", "unsqueeze", "flatten", "reshape", "diagonal", "expand"}
 
 
-def _view_origin(prog: Program, name: str) -> str:
-    """The value ``name`` is (a chain of) view(s) of: ``name`` itself if it is no view."""
-    made = {s.out: s for s in prog.steps if s.out is not None}
-    while name in made and made[name].op in VIEW_OPS:
-        name = made[name].args[0]
-    return name
-
-
 def _non_finite(t: torch.Tensor) -> bool:
     parts = (t.re, t.im) if isinstance(t, ComplexTensor) else (t,)
     return any(p.numel() and not bool(torch.isfinite(p).all()) for p in parts)
 
 
+def _view_chain(prog: Program, name: str) -> tuple[list[str], str]:
+    """The ops of the chain of views value ``name`` is made by (outermost first), and the value
+    the chain starts from (``name`` itself if it is no view)."""
+    made = {s.out: s for s in prog.steps if s.out is not None}
+    ops = []
+    while name in made and made[name].op in VIEW_OPS:
+        ops.append(made[name].op)
+        name = made[name].args[0]
+    return ops, name
+
+
 def _views(prog: Program, name: str, ops: set[str]) -> bool:
     """Whether value ``name`` is (a view of) the result of one of ``ops`` (see EXCLUSIONS)."""
+    chain, origin = _view_chain(prog, name)
     made = {s.out: s for s in prog.steps if s.out is not None}
-    while name in made and made[name].op in VIEW_OPS | ops:
-        if made[name].op in ops:
-            return True
-        name = made[name].args[0]
-    return False
+    return any(op in ops for op in chain) or (origin in made and made[origin].op in ops)
+
+
+def _view_origin(prog: Program, name: str) -> str:
+    return _view_chain(prog, name)[1]
 
 
 def _conj_mutated(prog: Program) -> bool:

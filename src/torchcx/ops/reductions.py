@@ -77,14 +77,11 @@ def mean_impl(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: torch
     if not isinstance(x, ComplexTensor):
         return aten.mean.dim(x, dim, keepdim)
     # Eager (and NumPy) scale the complex sum by 1/N as a complex number, (a + ib)(1/N + 0i):
-    # an infinite part times the zero imaginary part makes the other part nan
-    # (mean([-inf+0j]) = -inf+nanj). Keep those zero terms so special values (and signed
-    # zeros) come out as theirs; on finite values they add exact zeros. Eager's sums start
-    # from +0 (the mean of -0 is +0); Inductor reduces a dim of size 1 without that start,
-    # so add it.
+    # its zero imaginary part is _times_one's. Eager's sums start from +0 (the mean of -0 is
+    # +0); Inductor reduces a dim of size 1 without that start, so add it.
     re, im = _upcast(x)
     m_re, m_im = aten.mean.dim(re, dim, keepdim) + 0.0, aten.mean.dim(im, dim, keepdim) + 0.0
-    return rounded(m_re - m_im * 0, m_im + m_re * 0, ctype_of(x))
+    return rounded(*_times_one(m_re, m_im), ctype_of(x))
 
 
 @register(aten.cumsum.default)
@@ -123,9 +120,10 @@ def _tree_prod(re: Tensor, im: Tensor) -> Parts:
 
 
 def _times_one(re: Tensor, im: Tensor) -> Parts:
-    """(re + i im) * (1 + 0i) as a complex product. Eager and NumPy start a product from 1 and
-    multiply: an infinite part meets the start's zero imaginary part and makes the other part
-    nan (prod([-inf+infj]) is nan+nanj in both). On finite values it changes nothing."""
+    """(re + i im) * (1 + 0i) as a complex product. Eager and NumPy multiply by a real number
+    as a complex one (a product's start value 1, a mean's 1/N): an infinite part meets the
+    zero imaginary part and makes the other part nan (prod([-inf+infj]) is nan+nanj,
+    mean([-inf+0j]) is -inf+nanj, in both). On finite values it changes nothing."""
     return re - im * 0, im + re * 0
 
 
