@@ -472,8 +472,28 @@ def _cpow(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tensor, Tenso
     # z^w = exp(w log z): glibc's cpow, which eager calls, with its C99 product
     # (so (inf + nan i)^w is inf + nan i, not nan). log is accurate near |z| = 1
     # and exp reduced, so z^w overflows only when it does.
+    if ar.dtype == torch.float32:
+        return _cpow_float32(ar, ai, br, bi)
     lr, li = _log(ar, ai)
     return _exp(*_mul_c99(br, bi, lr, li))
+
+
+def _cpow_float32(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tensor, Tensor]:
+    # exp multiplies the error of w log z by |w log z|, up to 1e30 on the grid, where
+    # eager's cpowf rounds log z and the product to float32:
+    # - The angle Im(w log z) is float32's, from a correctly rounded log z, as eager's:
+    #   where it is huge its rounding alone decides the signs of the result, and where
+    #   it is pi (0 - 1e20i)^-2 has eager's zero sign. (Sleef's vectorized atan2f, in
+    #   Inductor's kernels, is 1 ulp off at arg(1 + 1i): it turned the signs of
+    #   (1e30 + 1e30i)^1e30.)
+    # - The modulus exp(Re(w log z)) is float64's: in float32 the rounding of log|z|
+    #   alone is 17 ulps of (1e30 + 1e30i)^(0.5 + 0.5i), eager's 16-ulp bound.
+    # exp and sin/cos in float64, rounded once.
+    lr, li = _log(ar.double(), ai.double())
+    mr, _ = _mul_c99(br.double(), bi.double(), lr, li)
+    _, mi = _mul_c99(br, bi, lr.float(), li.float())
+    out_re, out_im = _exp(mr, mi.double())
+    return out_re.float(), out_im.float()
 
 
 def _tensors(*xs: Part) -> list[Tensor]:
