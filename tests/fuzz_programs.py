@@ -164,13 +164,6 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "'IndexError: tuple index out of range' under stock torch.compile",
     },
     {
-        "what": "sin/tanh in programs with empty inputs",
-        "kinds": None,
-        "reason": "limitations.md 'sin/tanh of values Inductor knows the range of': torch.sin(b.sum(dim=-2)) "
-        "of an empty b fails in Inductor's value-range analysis ('not bool like VR[0, int_oo]': the "
-        "special-value masks are combined with bitwise_and); torchcx's, not yet fixed",
-    },
-    {
         "what": ".real/.imag of a ComplexTensor used after a graph break",
         "kinds": LOWP_KINDS,
         "reason": "limitations.md '.real/.imag of a ComplexTensor across a graph break': the part is an "
@@ -637,8 +630,6 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
             if name in FFT_OPS and any(_non_finite(t) for t in tensors):
                 continue  # (EXCLUSIONS)
             if op.inplace and _views(prog, args[0], {"expand"}):
-                continue  # (EXCLUSIONS)
-            if name in ("sin", "tanh") and any(0 in i.shape for i in prog.inputs):
                 continue  # (EXCLUSIONS)
             if prog.grad and name in ("reshape", "flatten") and not env[args[0]].is_contiguous():
                 continue  # (EXCLUSIONS)

@@ -50,6 +50,33 @@ PURE = {
     "cat_stack": (lambda x, y: torch.cat([x, y]).reshape(2, -1) * torch.stack([x, y]), lambda: (cplx(4), cplx(4))),
     "constants_in_graph": (lambda x: x * torch.tensor([1 + 1j, 2j, -1, 0.5j]), lambda: (cplx(4),)),
     "view_as_real_flatten": (lambda x: torch.view_as_real(x * 1j).flatten(-2), lambda: (cplx(2, 3),)),
+    # Values Inductor can bound (x * 0, a sum over an empty dim) in the special-value blends
+    # failed to compile: "not bool like VR[0, int_oo]" (Note [Masks are logical]); expm1 of
+    # them failed in the scalar fallback of Note [Accurate expm1].
+    "sin_of_zeros": (lambda x: torch.sin(x * 0), lambda: (cplx(8),)),
+    "blends_of_bounded_values": (
+        lambda x: (
+            torch.cos(x * 0),
+            torch.tanh(x * 0),
+            torch.sinh(x * 0),
+            torch.acos(x * 0),
+            torch.pow(x * 0, x * 0 + 2),
+            torch.expm1(x * 0),
+        ),
+        lambda: (cplx(8),),
+    ),
+    "sin_of_an_empty_sum": (lambda b: torch.sin(b.sum(dim=-2)), lambda: (cplx(0, 3),)),
+    # Dynamo rewrites torch.addcdiv into a + (t1 / t2) * v; eager multiplies first, and where
+    # t1 / t2 overflows the orders differ (Note [Dynamo's addcdiv]). The rewrite is undone;
+    # the same chain written out keeps its own order (nan here, as eagerly).
+    "addcdiv_of_an_overflowing_quotient": (
+        lambda a, b: torch.addcdiv(a, a, b, value=2),
+        lambda: (torch.full((4,), 1.5 - 0.5j), torch.full((4,), 1e-40j)),
+    ),
+    "div_mul_add_written_out": (
+        lambda a, b: a + (a / b) * 2,
+        lambda: (torch.full((4,), 1.5 - 0.5j), torch.full((4,), 1e-40j)),
+    ),
 }
 
 

@@ -381,14 +381,8 @@ def _parity_name(name: str, mode: str) -> str:
 #: Compiled points known to differ from eager and NumPy, with the reason: (op, dtype) -> reason.
 #: Each is run and must fail (strict xfail), so a fix is noticed.
 COMPILED_DIFFERENCES: dict[tuple[str, torch.dtype], str] = {
-    ("addcdiv", torch.complex64): "Dynamo decomposes torch.addcdiv(a, t1, t2, value=v) into a + (t1 / t2) * v "
-    "before any backend sees it (torch/_dynamo/variables/torch.py, handle_addcdiv): where t1 / t2 overflows "
-    "(a subnormal t2), inf times v + 0i is nan; eager's kernel divides v * t1 by t2 and gives the infinity "
-    "(default torch.compile differs from eager the same way)",
-    ("pow", torch.complex64): "exp(w log z) in Inductor's vectorized kernels (Sleef's log, exp, sin, cos) "
-    "against eager's glibc cpowf: at |w log z| ~ 1e30 the signs of infinite and zero results follow the "
-    "rounding of a meaningless angle, and at |z| ~ 1e30 the result is 17 float32 ulps from complex128, "
-    "just past the 16-ulp bound that eager's meets",
+    # None today: addcdiv's were Dynamo's rewrite of it (Note [Dynamo's addcdiv]), pow's
+    # were float32 rounding in exp(w log z) (now computed in float64).
 }
 
 

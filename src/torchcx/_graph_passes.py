@@ -1,4 +1,22 @@
-"""Rewrites of the real graph torchcx hands to Inductor (after lowering, before compiling).
+"""Rewrites of the graphs torchcx compiles: Dynamo's graph as it arrives (complex space,
+before AOTAutograd), and the real graph torchcx hands to Inductor (after lowering).
+
+Note [Dynamo's addcdiv]
+-----------------------
+Dynamo rewrites ``torch.addcdiv(x, t1, t2, value=v)`` into ``torch.add(x,
+torch.mul(torch.div(t1, t2), v))`` while it traces (``handle_addcdiv`` in
+torch/_dynamo/variables/torch.py: a graph break on ``value`` avoided). Eager's
+kernel computes ``x + v * t1 / t2``: it multiplies first. The two orders
+round differently (by an ulp for finite values), and where ``t1 / t2``
+overflows (a subnormal ``t2``) the quotient is an infinity, and ``inf * (v + 0i)`` in complex arithmetic is
+nan, where eager's ``(v * t1) / t2`` is the infinity (stock torch.compile
+differs from eager the same way). The three nodes Dynamo made carry the
+source line of the call in ``stack_trace``: a ``div``, ``mul``, ``add`` chain
+whose nodes all come from one line that calls ``addcdiv`` is put back as the
+``torch.addcdiv`` the user wrote, which AOTAutograd then decomposes in eager's
+order (``torch/_refs``). A chain the user wrote as three ops keeps its own
+rounding (it is on a line without ``addcdiv``); so does code whose source
+Dynamo cannot read (no stack trace: stock torch.compile's result then).
 
 Note [Conversions of packed pairs]
 ----------------------------------
@@ -19,6 +37,20 @@ parts lets Inductor fuse it into the kernels that compute them, which then
 write the converted pairs directly (Note [Interleaved access] vectorizes
 those stride-2 stores). Only a chain whose every node has that one user is
 rewritten: another reader of the float buffer would otherwise need it too.
+
+Note [Masks are logical]
+------------------------
+torchcx's special-value blends combine boolean masks with ``&`` and ``|``
+(``bitwise_and``/``bitwise_or`` of bool tensors). Inductor's value-range
+analysis gives a bool mask it cannot bound (``isinf``, ``isnan``: no range
+rule) an unknown float range, and ``bitwise_and`` of a bool and an unknown
+is an integer range that ``where`` then rejects: compiling failed with
+"not bool like VR[0, int_oo]" wherever Inductor could bound the other
+operand (``torch.sin(x * 0)``, a sum over an empty dim; stock
+torch.compile fails on ``where(isinf(y) & (y == 0), ...)`` the same way).
+``logical_and``/``logical_or``/``logical_xor`` are the same functions on
+bools and Inductor's ranges handle them: bitwise ops of two bool tensors are
+rewritten to those.
 """
 
 from __future__ import annotations
@@ -87,3 +119,61 @@ def push_conversions_into_cat(gm: fx.GraphModule) -> int:
         gm.graph.lint()
         gm.recompile()
     return moved
+
+
+def _sole_user(node: fx.Node) -> fx.Node | None:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def restore_addcdiv(gm: fx.GraphModule) -> int:
+    """Note [Dynamo's addcdiv]; returns how many chains became ``torch.addcdiv`` again."""
+    restored = 0
+    for div in list(gm.graph.nodes):
+        if div.op != "call_function" or div.target is not torch.div or len(div.args) != 2 or div.kwargs:
+            continue
+        mul = _sole_user(div)
+        if mul is None or mul.target is not torch.mul or mul.args[:1] != (div,) or len(mul.args) != 2 or mul.kwargs:
+            continue
+        add = _sole_user(mul)
+        if add is None or add.target is not torch.add or len(add.args) != 2 or add.args[1] is not mul or add.kwargs:
+            continue
+        trace = div.meta.get("stack_trace")
+        if not trace or "addcdiv(" not in trace or any(n.meta.get("stack_trace") != trace for n in (mul, add)):
+            continue
+        t1, t2 = div.args
+        with gm.graph.inserting_before(add):
+            fused = gm.graph.call_function(torch.addcdiv, (add.args[0], t1, t2), {"value": mul.args[1]})
+        fused.meta = dict(add.meta)
+        add.replace_all_uses_with(fused)
+        for dead in (add, mul, div):
+            gm.graph.erase_node(dead)
+        restored += 1
+    if restored:
+        gm.graph.lint()
+        gm.recompile()
+    return restored
+
+
+_LOGICAL = {
+    aten.bitwise_and.Tensor: aten.logical_and.default,
+    aten.bitwise_or.Tensor: aten.logical_or.default,
+    aten.bitwise_xor.Tensor: aten.logical_xor.default,
+}
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, fx.Node) and getattr(x.meta.get("val"), "dtype", None) is torch.bool
+
+
+def logical_masks(gm: fx.GraphModule) -> int:
+    """Note [Masks are logical]; returns how many ops were rewritten."""
+    rewritten = 0
+    for node in gm.graph.nodes:
+        logical = _LOGICAL.get(node.target) if node.op == "call_function" else None
+        if logical is not None and not node.kwargs and len(node.args) == 2 and all(map(_is_bool, node.args)):
+            node.target = logical
+            rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten

@@ -78,7 +78,9 @@ def in_patch_window() -> bool:
 def for_this_thread(patched: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
     """``patched`` in the thread holding the window, ``original`` in every other thread."""
 
-    @functools.wraps(patched)  # (Inductor finds some overrides' fallbacks by their name)
+    # Inductor finds some overrides' fallbacks by the function's name (CppVecOverrides falls
+    # back to the scalar op of that name when no argument is a vector): the original's name.
+    @functools.wraps(original)
     def chosen(*args: Any, **kwargs: Any) -> Any:
         return (patched if _owner == threading.get_ident() else original)(*args, **kwargs)
 

@@ -45,7 +45,7 @@ from ._boundary.report import CompileReport, GraphReport, graph_report, real_gra
 from ._boundary.retrace import retrace
 from ._boundary.runtime import BoundaryRuntime
 from ._boundary.spec import boundary_spec, complex_output_strides, has_complex
-from ._graph_passes import push_conversions_into_cat
+from ._graph_passes import logical_masks, push_conversions_into_cat, restore_addcdiv
 from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .tensor import ComplexTensor
 
@@ -89,6 +89,7 @@ def torchcx_backend(
     # and its key does not see torchcx's inner compiler, so with it on, an entry that a stock
     # torch.compile of the same function saved was loaded instead and nothing was lowered
     # (tests/test_internals.py::test_torchcx_never_loads_a_stock_aot_autograd_entry).
+    restore_addcdiv(gm)  # Note [Dynamo's addcdiv]
     with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
         return compile_fx(
             gm,
@@ -236,6 +237,7 @@ def _lower_and_compile_now(
     spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")
     push_conversions_into_cat(real.gm)
+    logical_masks(real.gm)
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     visible = output_node.meta.get("user_visible_output_idxs")
     if visible is not None:
