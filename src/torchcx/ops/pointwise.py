@@ -490,8 +490,9 @@ def _cpow_float32(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tenso
     #   alone is 17 ulps of (1e30 + 1e30i)^(0.5 + 0.5i), eager's 16-ulp bound.
     # exp and sin/cos in float64, rounded once.
     lr, li = _log(ar.double(), ai.double())
-    mr, _ = _mul_c99(br.double(), bi.double(), lr, li)
-    _, mi = _mul_c99(br, bi, lr.float(), li.float())
+    mr32, mi = _mul_c99(br, bi, lr.float(), li.float())
+    # (Where the float32 product is finite, C99's product is the textbook one.)
+    mr = torch.where(torch.isfinite(mr32), br.double() * lr - bi.double() * li, mr32.double())
     out_re, out_im = _exp(mr, mi.double())
     return out_re.float(), out_im.float()
 
