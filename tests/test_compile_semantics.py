@@ -135,7 +135,17 @@ def _inplace_and_return_computed(x):
     return x.abs()
 
 
+def _rsqrt_of_nan_constants(a):
+    # Inductor folds 0 / 0 of the zeroed input to nan constants, and its index propagation
+    # could not take max(|re|, |im|) of them (Note [Nan constants in index propagation];
+    # found by the fuzzer, seed 5002).
+    v0 = a.unsqueeze(0)
+    a.zero_()
+    return torch.rsqrt((v0 / v0).conj())
+
+
 INPLACE = {
+    "rsqrt_of_nan_constants": (_rsqrt_of_nan_constants, lambda: (torch.view_as_complex(real(2)),)),
     "mul_": (_mul_, lambda: (cplx(3, 4),)),
     "add_through_slice": (_add_slice, lambda: (cplx(5), cplx(5))),
     "through_transpose": (_transpose_inplace, lambda: (cplx(3, 4),)),

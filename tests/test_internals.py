@@ -69,6 +69,12 @@ def _lowering():
     return lowering
 
 
+def _index_propagation():
+    from torch._inductor import index_propagation
+
+    return index_propagation
+
+
 # (adjustment, its context manager, how to remove the internal it patches)
 MISSING = [
     (
@@ -92,6 +98,11 @@ MISSING = [
         _inductor_patches._heavy_values_computed_once,
         lambda mp: mp.delattr(_ir().StorageBox, "should_realize_on_reuse"),
     ),
+    (
+        "Nan constants in index propagation",
+        _inductor_patches._nan_constants_not_compared,
+        lambda mp: mp.delattr(_index_propagation().SymPyOps, "maximum"),
+    ),
     ("Interleaved access", _interleaved.interleaved_access, lambda mp: mp.delattr(_cpp(), "stride_at_vec_range")),
     ("Words as pairs", _words.words_as_pairs, lambda mp: mp.setattr(_cpp().CppVecKernel, "get_to_dtype_expr", None)),
     (
@@ -112,6 +123,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(ir.StorageBox)),
         dict(vars(cpp.CppVecKernel)),
         dict(lowering.lowerings),
+        dict(vars(_index_propagation().SymPyOps)),
     )
     with caplog.at_level("WARNING"):
         for _ in range(2):
@@ -125,6 +137,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(ir.StorageBox)),
         dict(vars(cpp.CppVecKernel)),
         dict(lowering.lowerings),
+        dict(vars(_index_propagation().SymPyOps)),
     )
     assert after == before  # nothing was patched
 

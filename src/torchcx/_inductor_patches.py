@@ -7,8 +7,9 @@ Two concern the bitcasts that unpack complex64 words into float32 parts
 (Note [Interleaved layouts]); one keeps Inductor's code generation linear in the
 size of the graph (Note [Shared subexpressions]); one stores broadcast
 transcendental values instead of recomputing them (Note [Heavy values computed
-once]). None of these changes what a graph computes. The last makes a
-vectorized expm1 as accurate as eager's (Note [Accurate expm1]).
+once]). None of these changes what a graph computes. One makes a vectorized
+expm1 as accurate as eager's (Note [Accurate expm1]); the last lets graphs with
+nan constants compile (Note [Nan constants in index propagation]).
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -109,6 +110,17 @@ we emit ATen's ``Vectorized::expm1()``, as upstream did after torch 2.13
 (pytorch/pytorch#189803, fixed by #190533). The compiled edge-value parity test
 (tests/test_numerics.py) fails when this stops taking effect.
 
+Note [Nan constants in index propagation]
+-----------------------------------------
+Inductor's index propagation evaluates ops whose operands are all constants as
+SymPy expressions, and ``maximum``/``minimum`` build SymPy's ``Max``/``Min``,
+which raise "The argument 'nan' is not comparable" for a nan constant. torchcx's
+decompositions take ``max(|re|, |im|)`` (sqrt, rsqrt, log|z|, ...); where
+Inductor had folded the parts to nan constants (``0 / 0`` of an input zeroed in
+place, found by the differential fuzzer), compilation failed. For a nan operand
+we return ``NotImplemented``, Inductor's own answer for values it cannot
+represent: the op is then computed in the kernel, and propagates the nan.
+
 The adjustments change the code Inductor generates, which its FX graph cache
 does not see: ``inductor_patches`` adds them (this file's hash and the settings
 they read) to ``torch.compiler.config.cache_key_tag`` for the compilation, so a
@@ -187,6 +199,11 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
     ),
     "Shared subexpressions": ("pytorch/pytorch#148073", "checked"),
     "Accurate expm1": ("pytorch/pytorch#189803, fixed by pytorch/pytorch#190533 (after 2.13)", "checked"),
+    "Nan constants in index propagation": (
+        "no upstream issue found (searched pytorch/pytorch issues: index_propagation Max nan "
+        "'is not comparable', inductor nan constant maximum)",
+        "checked",
+    ),
     "Heavy values computed once": (
         "no upstream issue found (searched: inductor sin/cos recomputed through a broadcast, "
         "should_realize_on_reuse heavy ops); the heavy-op list is from pytorch/torchdynamo#1468 "
@@ -257,6 +274,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_pointwise_bitcasts())
         stack.enter_context(_shared_subexpressions())
         stack.enter_context(_accurate_expm1())
+        stack.enter_context(_nan_constants_not_compared())
         stack.enter_context(_heavy_values_computed_once())
         if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
@@ -381,6 +399,40 @@ def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
     Works around pytorch/pytorch#189803 (fixed upstream by #190533, after torch 2.13).
     """
     return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()", "Accurate expm1")
+
+
+@contextlib.contextmanager
+def _nan_constants_not_compared() -> Iterator[None]:
+    """Note [Nan constants in index propagation] (upstream: ``ADJUSTMENTS``)."""
+    adjustment = "Nan constants in index propagation"
+    try:
+        from torch._inductor import index_propagation
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.index_propagation does not import")
+        yield
+        return
+    ops = getattr(index_propagation, "SymPyOps", None)
+    originals = {name: vars(ops).get(name) for name in ("maximum", "minimum")} if ops is not None else {}
+    if not originals or not all(isinstance(f, staticmethod) for f in originals.values()):
+        cannot_apply(adjustment, "index_propagation.SymPyOps.maximum or .minimum is missing")
+        yield
+        return
+
+    def make(original: Any) -> Any:
+        def compare(x: Any, y: Any) -> Any:
+            if any(isinstance(v.expr, float) and v.expr != v.expr for v in (x, y)):  # a nan
+                return NotImplemented
+            return original(x, y)
+
+        return compare
+
+    for name, original in originals.items():
+        setattr(ops, name, staticmethod(for_this_thread(make(original.__func__), original.__func__)))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(ops, name, original)
 
 
 def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
