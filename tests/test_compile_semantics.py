@@ -276,6 +276,22 @@ def test_gradient_of_a_transposed_input(dtype):
     torch.testing.assert_close(gy, gx)
 
 
+def test_gradient_through_sgn_of_an_angle():
+    # found by the fuzzing campaign (seed 5007): the backward of sgn creates autograd's zero
+    # gradient (aten._efficientzerotensor) of the complex input; run natively it was a
+    # ZeroTensor without storage, and the boundary failed reading its data pointer
+    def fn(c):
+        return torch.sgn(torch.angle(c))
+
+    x, y = (torch.tensor(0.5 - 1j).requires_grad_() for _ in range(2))
+    torch._dynamo.reset()
+    expected, actual = fn(x), torchcx.compile(fn)(y)
+    torch.testing.assert_close(actual, expected)
+    (gx,) = torch.autograd.grad(expected.sum(), x)
+    (gy,) = torch.autograd.grad(actual.sum(), y)
+    torch.testing.assert_close(gy, gx)
+
+
 def test_view_of_an_output_sees_a_later_mutation():
     # eager's t2 views t1, so the add after the graph break shows in it
     def fn(a):

@@ -56,7 +56,9 @@ def _split_fill(value: Any) -> tuple[Any, Any]:
 # -- factories -------------------------------------------------------------------------
 
 
-@register(aten.empty.memory_format, aten.zeros.default)
+# (_efficientzerotensor: autograd's zero gradients, e.g. of sgn. A ZeroTensor has no storage,
+# so run natively it could not cross the boundary; materialized, as Inductor does for real ones.)
+@register(aten.empty.memory_format, aten.zeros.default, aten._efficientzerotensor.default)
 def zeros_impl(size: Any, **kwargs: Any) -> ComplexTensor:
     dtype, kw = _factory_kwargs(kwargs)
     kw.pop("memory_format", None)
