@@ -144,7 +144,20 @@ def _rsqrt_of_nan_constants(a):
     return torch.rsqrt((v0 / v0).conj())
 
 
+def _zeroed_plus(x, c):
+    # found by the fuzzing campaign (seed 4012): Inductor's joint-graph passes fold c + x to x
+    # once c is zeroed, and the graph returned the input x for eager's fresh tensor
+    c.zero_()
+    v = c + x
+    return v, v
+
+
 INPLACE = {
+    "fresh_result_folded_to_an_input": (
+        _zeroed_plus,
+        lambda: (cplx(2, dtype=C128), torch.tensor(0.3 - 0.7j, dtype=C128).conj()),
+    ),
+    "fresh_result_folded_to_an_input_c64": (_zeroed_plus, lambda: (cplx(3), cplx(3))),
     "rsqrt_of_nan_constants": (_rsqrt_of_nan_constants, lambda: (torch.view_as_complex(real(2)),)),
     "mul_": (_mul_, lambda: (cplx(3, 4),)),
     "add_through_slice": (_add_slice, lambda: (cplx(5), cplx(5))),

@@ -257,9 +257,10 @@ def _lower_and_compile_now(
     return BoundaryRuntime(compiled, spec)
 
 
-def _input_outputs(kind: str) -> dict[int, int] | None:
-    """Graph output index -> input index, for the outputs AOTAutograd returns as an input or a
-    view of one (Note [Written inputs returned]); None where its metadata is not at hand."""
+def _input_outputs(kind: str) -> dict[int, int | None] | None:
+    """Graph output index -> input index for each user output: the input AOTAutograd returns it
+    as (or a view of), None for an output that aliases no input (Note [Written inputs
+    returned]); None where its metadata is not at hand."""
     from torch._functorch._aot_autograd.schemas import OutputType
 
     context = torch._guards.TracingContext.try_get()
@@ -267,10 +268,10 @@ def _input_outputs(kind: str) -> dict[int, int] | None:
     if kind == "backward" or meta is None:
         return None
     first = meta.num_mutated_inp_runtime_indices  # the graph returns those inputs' new values first
+    aliases = (OutputType.is_input, OutputType.alias_of_input)
     return {
-        first + k: info.base_idx
+        first + k: info.base_idx if info.output_type in aliases and isinstance(info.base_idx, int) else None
         for k, info in enumerate(meta.output_info)
-        if info.output_type in (OutputType.is_input, OutputType.alias_of_input) and isinstance(info.base_idx, int)
     }
 
 

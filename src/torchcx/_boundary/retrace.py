@@ -25,7 +25,7 @@ from ..ops import dispatch, entry_for
 from ..ops._registry import OpEntry, describe_args
 from ..ops.extern import call_extern
 from ..tensor import ComplexTensor, RealView
-from .spec import BoundarySpec, complex_dtype_of, fetch_attr, has_complex, is_conj
+from .spec import BoundarySpec, complex_dtype_of, fetch_attr, has_complex, is_conj, view_root
 
 
 @dataclass
@@ -135,7 +135,12 @@ class _Retracer:
             value = env[o] if isinstance(o, fx.Node) else o
             if spec.output_conj[i]:
                 value = torch.conj_physical(value)
-            results.append(self._pack_output(value, spec.output_dtypes[i]))
+            value = self._pack_output(value, spec.output_dtypes[i])
+            if isinstance(value, Tensor) and _is_placeholder(view_root(o)):
+                # a fresh result that the graph returns as an input (or its view): Inductor
+                # would return the input itself (Note [Written inputs returned])
+                value = value.clone()
+            results.append(value)
         for base in spec.hidden_bases:
             value = env[base]
             if is_conj(base):
@@ -352,3 +357,7 @@ def _warn_fallback(target: OpOverload, args: Any, kwargs: Any) -> None:
         "Pass strict=True to make this an error.",
         stacklevel=2,
     )
+
+
+def _is_placeholder(node: Any) -> bool:
+    return isinstance(node, fx.Node) and node.op == "placeholder"

@@ -84,13 +84,13 @@ def boundary_spec(
     example_inputs: Sequence[Any],
     *,
     pairs_of: Sequence[torch.dtype | None] | None = None,
-    input_outputs: Mapping[int, int] | None = None,
+    input_outputs: Mapping[int, int | None] | None = None,
 ) -> BoundarySpec:
     """The boundary of ``gm``. ``pairs_of`` (torchcx.export): every complex input and output
     crosses as (re, im) pairs, input i's with parts ``pairs_of[i]``, and every output is
     computed (there is no run time to replay views on). ``input_outputs``: output index ->
-    input index, for the outputs AOTAutograd's metadata says are that input or a view of it
-    (Note [Written inputs returned])."""
+    the input AOTAutograd's metadata says the output is (or a view of), None for an output it
+    says aliases no input (Note [Written inputs returned])."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if pairs_of is not None:
         inputs = [
@@ -107,7 +107,7 @@ def boundary_spec(
         aliases = {
             i: p
             for i, o in enumerate(outputs)
-            if (p := _aliased_input(o, placeholders, written_back, (input_outputs or {}).get(i))) is not None
+            if (p := _aliased_input(o, placeholders, written_back, (input_outputs or {}).get(i, _UNKNOWN))) is not None
         }
         shared_views = _shared_views(outputs, aliases)
     bases = list(dict.fromkeys(shared_views.values()))
@@ -258,7 +258,7 @@ def _is_view(target: Any) -> bool:
     return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
 
 
-def _view_root(node: Any) -> Any:
+def view_root(node: Any) -> Any:
     """The value ``node`` is a (chain of) view(s) of: ``node`` itself if it is no view."""
     while isinstance(node, fx.Node) and node.op == "call_function":
         if node.target is operator.getitem and isinstance(node.args[0], fx.Node):
@@ -299,6 +299,15 @@ def _written_back(gm: fx.GraphModule, placeholders: list[fx.Node]) -> dict[fx.No
 # tell the two apart; AOTAutograd's output metadata can (``is_input`` / ``alias_of_input``
 # against ``non_alias``). So a view of a written-back value is replayed on the input only
 # where that metadata names this input; without it, the output is computed.
+#
+# The metadata also overrules a graph that returns an input itself for a fresh result:
+# ``c.zero_(); return c + x`` reaches torchcx as ``return x`` once Inductor's joint-graph
+# passes have folded the addition of zeros, and eager's result is a new tensor, not x
+# (found by the fuzzing campaign, seed 4012). Where the metadata says an output aliases no
+# input, it is computed (a copy), whatever the graph returns.
+
+#: ``_aliased_input``'s ``returned_input`` where AOTAutograd's metadata says nothing.
+_UNKNOWN = -1
 
 
 def _aliased_input(
@@ -306,13 +315,19 @@ def _aliased_input(
 ) -> int | None:
     """The placeholder index ``node`` is a (chain of) view(s) of, if any: of the input itself,
     or of the new value the graph writes into it, where AOTAutograd says the output is that
-    input or its view (``returned_input``; Note [Written inputs returned])."""
-    root = _view_root(node)
+    input or its view (``returned_input``: that input's index, None for no input, ``_UNKNOWN``
+    without metadata; Note [Written inputs returned])."""
+    root = view_root(node)
     if root in written_back:
         root = written_back[root]
-        if returned_input is None or placeholders.index(root) != returned_input:
+        if returned_input in (None, _UNKNOWN) or placeholders.index(root) != returned_input:
             return None
-    return placeholders.index(root) if isinstance(root, fx.Node) and root.op == "placeholder" else None
+    if not (isinstance(root, fx.Node) and root.op == "placeholder"):
+        return None
+    index = placeholders.index(root)
+    if returned_input != _UNKNOWN and returned_input != index:
+        return None  # AOTAutograd says it is a fresh tensor (or another input's view)
+    return index
 
 
 # Note [Outputs that alias each other]
@@ -333,7 +348,7 @@ def _aliased_input(
 def _shared_views(outputs: list[Any], aliases: dict[int, int]) -> dict[int, fx.Node]:
     """Output index -> base, for the outputs that view a complex computed value another
     output also reaches (Note [Outputs that alias each other])."""
-    roots = [_view_root(o) for o in outputs]
+    roots = [view_root(o) for o in outputs]
     reach: dict[fx.Node, int] = {}
     for root in roots:
         if isinstance(root, fx.Node) and root.op == "call_function":
