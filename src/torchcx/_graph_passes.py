@@ -15,8 +15,9 @@ source line of the call in ``stack_trace``: a ``div``, ``mul``, ``add`` chain
 whose nodes all come from one line that calls ``addcdiv`` is put back as the
 ``torch.addcdiv`` the user wrote, which AOTAutograd then decomposes in eager's
 order (``torch/_refs``). A chain the user wrote as three ops keeps its own
-rounding (it is on a line without ``addcdiv``); so does code whose source
-Dynamo cannot read (no stack trace: stock torch.compile's result then).
+rounding, unless it is written on the same source line as an ``addcdiv``
+call; code whose source Dynamo cannot read (no stack trace) keeps Dynamo's
+rewrite, and stock torch.compile's result.
 
 Note [Conversions of packed pairs]
 ----------------------------------
