@@ -70,4 +70,10 @@ def _from_real(out: Tensor, dtype: torch.dtype | None, conj: bool) -> Tensor:
     if dtype is None:
         return out
     value = _layout.from_real(out, dtype)
+    if value._base is not None:
+        # view_as_complex (float pairs) makes the value an autograd view of the real buffer, and
+        # autograd refuses in-place ops on a view made inside AOTAutograd's Function ("Output 0
+        # of CompiledFunction is a view and is being modified inplace"); eager's result is no
+        # view. The same memory, detached from the real buffer, is what eager returns.
+        value = value.detach()
     return value.conj() if conj else value
