@@ -116,10 +116,15 @@ def push_conversions_into_cat(gm: fx.GraphModule) -> int:
         for dead in (node, *views, source):
             gm.graph.erase_node(dead)
         moved += 1
-    if moved:
+    return _recompiled(gm, moved)
+
+
+def _recompiled(gm: fx.GraphModule, changes: int) -> int:
+    """``gm`` checked and its code regenerated if a pass changed ``changes`` places in it."""
+    if changes:
         gm.graph.lint()
         gm.recompile()
-    return moved
+    return changes
 
 
 def _sole_user(node: fx.Node) -> fx.Node | None:
@@ -150,10 +155,7 @@ def restore_addcdiv(gm: fx.GraphModule) -> int:
         for dead in (add, mul, div):
             gm.graph.erase_node(dead)
         restored += 1
-    if restored:
-        gm.graph.lint()
-        gm.recompile()
-    return restored
+    return _recompiled(gm, restored)
 
 
 _LOGICAL = {
@@ -175,6 +177,4 @@ def logical_masks(gm: fx.GraphModule) -> int:
         if logical is not None and not node.kwargs and len(node.args) == 2 and all(map(_is_bool, node.args)):
             node.target = logical
             rewritten += 1
-    if rewritten:
-        gm.recompile()
-    return rewritten
+    return _recompiled(gm, rewritten)
