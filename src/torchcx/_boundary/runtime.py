@@ -47,8 +47,11 @@ class BoundaryRuntime:
             if value.is_conj() != conj:
                 # A tangent need not have the conj bit AOTAutograd traced the backward with (that
                 # of the forward's output: ihfft returns a conj view): give the graph the same values
-                # in the traced form (a copy, only for this input).
-                value = value.conj().resolve_conj().conj() if conj else value.resolve_conj()
+                # in the traced form (a copy, only for this input). The copy keeps the tangent's
+                # strides, which AOTAutograd has already made those the graph was compiled for
+                # (resolve_conj would make it contiguous: a sliced FFT output's tangent failed
+                # Inductor's stride assertion).
+                value = _with_conj_bit(value, conj)
             real_args[i] = _layout.to_real(value.conj() if conj else value)
         args.clear()
         real_outs = self.compiled([*real_args, *spec.constants] if spec.constants else real_args)
@@ -63,6 +66,20 @@ class BoundaryRuntime:
             replayed = iter(self._replay(*originals, *bases))
             results = [next(replayed) if slot is None else r for r, (slot, _, _) in zip(results, self._outputs)]
         return results
+
+
+def _with_conj_bit(value: Tensor, conj: bool) -> Tensor:
+    """``value``'s numbers with the conj bit ``conj``, in memory strided as ``value`` is."""
+    if any(stride == 0 and size > 1 for size, stride in zip(value.size(), value.stride())):
+        memory = torch.empty_like(value, memory_format=torch.contiguous_format)  # an expanded tangent
+    else:
+        memory = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
+    if conj:
+        # Memory holds the conjugates; the conj view reads them back as value.
+        memory.copy_(value.conj())
+        return memory.conj()
+    memory.copy_(value)  # copy_ resolves value's conj bit
+    return memory
 
 
 def _from_real(out: Tensor, dtype: torch.dtype | None, conj: bool) -> Tensor:
