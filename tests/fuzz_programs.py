@@ -152,6 +152,13 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "inductor alike; `b.exp_(); return b.real` aliases); found by the campaign of 2026-12-02, seed 9002",
     },
     {
+        "what": "in-place writes (setitem, copy_) of a value that requires grad into an integer or bool tensor",
+        "kinds": None,
+        "reason": "PyTorch: eager raises 'Autograd not support dtype: Long' for `a[0] = torch.tanh(c)` (a int64, "
+        "c requiring grad) in some programs and accepts it in others (after `torch.sigmoid(b)` of a complex b "
+        "requiring grad, seed 8004); Dynamo's fake run refuses it always (stock torch.compile and aot_eager too)",
+    },
+    {
         "what": "a zero gradient where eager's is None (compared as equal)",
         "kinds": None,
         "reason": "PyTorch's AOTAutograd: with `v0 = b[b.abs() > 1]; v0[..., 1:].mul_(-1.0)` and no output "
@@ -684,6 +691,12 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if op.inplace and _views(prog, args[0], {"expand"}):
                 continue  # (EXCLUSIONS)
+            if (
+                name in ("setitem", "copy_")
+                and not (tensors[0].is_floating_point() or _is_complex(tensors[0]))
+                and tensors[1].requires_grad
+            ):
+                continue  # (EXCLUSIONS: a value requiring grad written into an integer tensor)
             if op.inplace and any(a != args[0] and _view_origin(prog, a) == origin for a in args[1:]):
                 continue  # (EXCLUSIONS: an operand that is another view of the tensor written)
             if prog.grad and name in ("reshape", "flatten") and not env[args[0]].is_contiguous():
