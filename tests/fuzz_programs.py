@@ -165,7 +165,7 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "(a.diagonal(),)` of a = randn(5, 3)[1:] updates a but returns a diagonal with other values: the "
         "second graph's inputs a and v0 alias, and the output view regenerated from their synthetic base "
         "is wrong for a storage offset (a contiguous input passes); seed 8006, where boolean-mask indexing made "
-        "the break",
+        "the break. Upstream: pytorch/pytorch#198095 (open; fix proposed in #198097)",
     },
     {
         "what": "a zero gradient where eager's is None (compared as equal)",
