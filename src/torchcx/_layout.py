@@ -56,6 +56,18 @@ _WORDS = {
 }
 
 
+def overlaps(t: Tensor) -> bool:
+    """Whether elements of ``t`` share memory (``expand``, ``unfold``), from its concrete sizes and strides."""
+    if t.numel() == 0:
+        return False
+    reach = 0
+    for stride, size in sorted((int(s), int(n)) for s, n in zip(t.stride(), t.shape) if n != 1):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
 def uses_words(dtype: torch.dtype) -> bool:
     return _LITTLE and dtype in _WORDS
 

@@ -70,16 +70,14 @@ class BoundaryRuntime:
 
 def _with_conj_bit(value: Tensor, conj: bool) -> Tensor:
     """``value``'s numbers with the conj bit ``conj``, in memory strided as ``value`` is."""
-    if any(stride == 0 and size > 1 for size, stride in zip(value.size(), value.stride())):
-        memory = torch.empty_like(value, memory_format=torch.contiguous_format)  # an expanded tangent
+    if _layout.overlaps(value):  # an expanded tangent: no memory can be strided as it is
+        memory = torch.empty_like(value, memory_format=torch.contiguous_format)
     else:
         memory = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
-    if conj:
-        # Memory holds the conjugates; the conj view reads them back as value.
-        memory.copy_(value.conj())
-        return memory.conj()
-    memory.copy_(value)  # copy_ resolves value's conj bit
-    return memory
+    # copy_ resolves the source's conj bit; with conj, memory holds the conjugates and the
+    # conj view reads them back as value
+    memory.copy_(value.conj() if conj else value)
+    return memory.conj() if conj else memory
 
 
 def _from_real(out: Tensor, dtype: torch.dtype | None, conj: bool) -> Tensor:

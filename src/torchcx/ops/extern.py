@@ -232,14 +232,9 @@ def _not_overlapping(t: Tensor) -> Tensor:
     """
     from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
-    if not all(is_concrete_int(v) for v in (*t.shape, *t.stride())) or t.numel() == 0:
+    if not all(is_concrete_int(v) for v in (*t.shape, *t.stride())):
         return t  # symbolic: no guard is added here
-    reach = 0
-    for stride, size in sorted((int(s), int(n)) for s, n in zip(t.stride(), t.shape) if n != 1):
-        if stride <= reach:
-            return t.contiguous()
-        reach += stride * (size - 1)
-    return t
+    return t.contiguous() if _layout.overlaps(t) else t
 
 
 def _float(v: float) -> Any:
