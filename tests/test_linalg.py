@@ -830,3 +830,79 @@ def test_compiled_extern_with_conj_view_result() -> None:
 
     torch._dynamo.reset()
     torch.testing.assert_close(torchcx.compile(solve)(lu, piv, b), solve(lu, piv, b))
+
+
+# -- small contractions (Note [Small contractions in place]) -------------------------------
+
+# (equation, small operand's shape, large operand's shape, small operand first)
+SMALL_CONTRACTIONS = {
+    "one_axis": ("gd,abcdef->abcgef", (2, 2), (2,) * 6, True),
+    "two_adjacent_axes": ("ghbc,abcdef->aghdef", (2,) * 4, (2,) * 6, True),
+    "two_separate_axes": ("ghbe,abcdef->agcdhf", (2,) * 4, (2,) * 6, True),
+    "small_second": ("abcd,gb->agcd", (2,) * 2, (3, 2, 4, 5), False),
+    "outer_product": ("g,abc->agbc", (3,), (2, 4, 5), True),
+    "no_free_small_axis": ("b,abc->ac", (4,), (3, 4, 5), True),
+    "three_by_three": ("ij,ajb->aib", (3, 3), (4, 3, 6), True),
+}
+
+
+@pytest.mark.parametrize("name", list(SMALL_CONTRACTIONS))
+def test_small_contraction_values_and_gradients(name: str) -> None:
+    from torchcx._graph_passes import _small_contraction
+
+    equation, small_shape, big_shape, small_first = SMALL_CONTRACTIONS[name]
+    small, big = rand(*small_shape), rand(*big_shape, seed=1)
+    operands = (small, big) if small_first else (big, small)
+    assert _small_contraction(equation, operands) is not None  # the rewrite applies
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.einsum(equation, a, b) * (1 + 2j)
+
+    torch._dynamo.reset()
+    with _capture() as report:
+        got = torchcx.compile(fn)(*operands)
+    torch.testing.assert_close(got, fn(*operands))
+    lowered = {op for g in report.graphs for op in g.lowered}
+    assert not lowered & {"aten.bmm.default", "aten.mm.default"}, lowered  # no GEMM left
+
+    eager_inputs = [t.clone().requires_grad_() for t in operands]
+    compiled_inputs = [t.clone().requires_grad_() for t in operands]
+    weight = rand(*got.shape, seed=2)
+    (fn(*eager_inputs) * weight).real.sum().backward()
+    (torchcx.compile(fn)(*compiled_inputs) * weight).real.sum().backward()
+    for e, c in zip(eager_inputs, compiled_inputs):
+        torch.testing.assert_close(c.grad, e.grad)
+
+
+NOT_SMALL_CONTRACTIONS = {
+    "batch_letter": ("abc,acd->abd", (2, 2, 2), (2, 2, 8)),
+    "diagonal": ("aa,ab->b", (2, 2), (2, 8)),
+    "summed_out_of_one_operand": ("ab,cd->ac", (2, 2), (4, 8)),
+    "ellipsis": ("ab,...b->...a", (2, 2), (3, 4, 2)),
+    "size_one_broadcast": ("ab,cb->ca", (2, 1), (8, 2)),
+    "both_small": ("ab,bc->ac", (2, 2), (2, 2)),
+    "none_small": ("ab,bc->ac", (8, 8), (8, 8)),
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_SMALL_CONTRACTIONS))
+def test_other_einsums_keep_eager_decomposition(name: str) -> None:
+    from torchcx._graph_passes import _small_contraction
+
+    equation, shape_a, shape_b = NOT_SMALL_CONTRACTIONS[name]
+    a, b = rand(*shape_a), rand(*shape_b, seed=1)
+    assert _small_contraction(equation, (a, b)) is None
+    got = torchcx.compile(lambda x, y: torch.einsum(equation, x, y))(a, b)
+    torch.testing.assert_close(got, torch.einsum(equation, a, b))
+
+
+def test_small_contraction_keeps_eager_errors() -> None:
+    # einsum of a complex and a real operand is an error in eager; the rewrite does not apply
+    from torchcx._graph_passes import _small_contraction
+
+    gate, state = rand(2, 2), torch.randn(4, 2)
+    assert _small_contraction("ab,cb->ca", (gate, state)) is None
+    with pytest.raises(RuntimeError):
+        torch.einsum("ab,cb->ca", gate, state)
+    with pytest.raises(Exception, match="expected scalar type"):
+        torchcx.compile(lambda g, s: torch.einsum("ab,cb->ca", g, s))(gate, state)

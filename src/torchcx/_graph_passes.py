@@ -52,14 +52,41 @@ torch.compile fails on ``where(isinf(y) & (y == 0), ...)`` the same way).
 ``logical_and``/``logical_or``/``logical_xor`` are the same functions on
 bools and Inductor's ranges handle them: bitwise ops of two bool tensors are
 rewritten to those.
+
+Note [Small contractions in place]
+----------------------------------
+A quantum gate applied with ``einsum`` (``torch.einsum("ab,cbd->cad", gate, state)``,
+a 2x2 or 2x2x2x2 gate on one or two axes of a ``(2,) * n`` state) reaches
+AOTAutograd as an einsum, which decomposes it into a permuted copy of the
+state, a ``bmm`` with an inner dimension of 2 or 4 and a permutation back:
+three passes over the state for a product that reads each amplitude once, and
+a GEMM that at that inner dimension is all memory traffic. An einsum of two
+complex operands of which one is small (at most 16 elements, known sizes),
+with no batch letters, no diagonals and no letter summed out of one operand
+alone, is the sum over the small operand's entries of an entry times a slice
+of the large one: ``out[f, ...] = sum_k small[f, k] * big[..., k, ...]``. It is
+computed in that form, in complex space, before AOTAutograd: the slices are
+views (``select``), each output slice is a sum of at most 16 products, and the
+slices of the output are stacked where the einsum puts the small operand's
+free axes. torchcx lowers the products to real pointwise ops that Inductor
+computes in one pass that writes the output in place of the permutes and
+the GEMM. The rounding is that of the sum of products (as NumPy's einsum and
+eager's ``einsum`` of non-finite values: docs/limitations.md, "Special values
+follow NumPy"); every other einsum keeps eager's decomposition. The
+replacement is ``einsum_small_in_place``, a drop-in ``torch.einsum`` that
+checks its operands again when it is traced.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
+import operator
 from typing import Any
 
 import torch
-from torch import fx
+from torch import Tensor, fx
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -178,3 +205,93 @@ def logical_masks(gm: fx.GraphModule) -> int:
             node.target = logical
             rewritten += 1
     return _recompiled(gm, rewritten)
+
+
+# -- Note [Small contractions in place] ---------------------------------------------------------
+
+#: The most entries a small operand may have: terms per output element, at most 16 products.
+_SMALL_OPERAND = 16
+
+
+def _small_contraction(equation: str, operands: tuple[Any, ...]) -> tuple[Tensor, str, Tensor, str, str] | None:
+    """(small, its letters, big, its letters, output letters) if ``einsum(equation, *operands)``
+    is a contraction Note [Small contractions in place] computes as products of slices."""
+    if len(operands) != 2 or not all(isinstance(t, Tensor) for t in operands):
+        return None
+    equation = equation.replace(" ", "")
+    if "..." in equation or equation.count("->") != 1:
+        return None
+    inputs, out = equation.split("->")
+    letters = inputs.split(",")
+    if len(letters) != 2 or any(len(set(s)) != len(s) for s in (*letters, out)):
+        return None
+    (a, b), (sa, sb) = operands, letters
+    if (len(sa), len(sb)) != (a.dim(), b.dim()) or a.dtype != b.dtype or not a.is_complex():
+        return None
+    summed = set(sa) & set(sb)
+    if summed & set(out) or set(out) != (set(sa) | set(sb)) - summed:
+        return None  # batch letters, or a letter summed out of one operand alone
+
+    def small(t: Tensor) -> bool:
+        return all(isinstance(n, int) for n in t.shape) and math.prod(t.shape) <= _SMALL_OPERAND
+
+    if small(a) == small(b):
+        return None
+    (s, ss), (g, sg) = ((a, sa), (b, sb)) if small(a) else ((b, sb), (a, sa))
+    # the summed axes of the large operand: the same known sizes (no broadcasting of size 1)
+    if any(g.shape[sg.index(c)] != s.shape[ss.index(c)] for c in summed):
+        return None
+    return s, ss, g, sg, out
+
+
+def einsum_small_in_place(equation: str, *operands: Any) -> Tensor:
+    """``torch.einsum(equation, *operands)``, as products of slices where Note [Small contractions
+    in place] applies."""
+    found = _small_contraction(equation, operands)
+    if found is None:
+        return torch.einsum(equation, *operands)
+    small, ss, big, sb, out = found
+    summed = [c for c in sb if c in ss]  # in the large operand's order
+    free_small = [c for c in ss if c not in summed]
+    free_big = [c for c in sb if c not in summed]
+    size = {c: small.shape[ss.index(c)] for c in ss}
+    order = [free_big.index(c) for c in out if c in free_big]  # the large operand's axes as out has them
+    slices = {}
+    for k in itertools.product(*(range(size[c]) for c in summed)):
+        view = big
+        for axis, value in sorted(((sb.index(c), v) for c, v in zip(summed, k)), reverse=True):
+            view = view.select(axis, value)
+        slices[k] = view.permute(order)
+
+    def term(at: dict[str, int]) -> Tensor:
+        products = [small[tuple({**at, **dict(zip(summed, k))}[c] for c in ss)] * view for k, view in slices.items()]
+        return functools.reduce(operator.add, products)
+
+    # One stack of every output slice (a nested stack would copy the inner ones into the outer
+    # one), at the first of the small operand's free axes, unflattened and moved into place.
+    placed = sorted(free_small, key=out.index)
+    if not placed:
+        return term({})
+    axis = sum(1 for c in out[: out.index(placed[0])] if c in free_big)
+    slices_out = [term(dict(zip(placed, f))) for f in itertools.product(*(range(size[c]) for c in placed))]
+    result = torch.stack(slices_out, dim=axis).unflatten(axis, [size[c] for c in placed])
+    have = [c for c in out if c in free_big]
+    have[axis:axis] = placed
+    return result.permute([have.index(c) for c in out])
+
+
+def small_contractions_in_place(gm: fx.GraphModule) -> int:
+    """Note [Small contractions in place] on Dynamo's graph; returns how many einsums were replaced."""
+    replaced = 0
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not torch.functional.einsum or node.kwargs:
+            continue
+        equation, *operands = node.args
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])  # einsum(eq, [a, b])
+        values = tuple(o.meta.get("example_value") if isinstance(o, fx.Node) else o for o in operands)
+        if isinstance(equation, str) and _small_contraction(equation, values) is not None:
+            node.target = einsum_small_in_place
+            node.args = (equation, *operands)
+            replaced += 1
+    return _recompiled(gm, replaced)

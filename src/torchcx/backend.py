@@ -45,7 +45,7 @@ from ._boundary.report import CompileReport, GraphReport, graph_report, real_gra
 from ._boundary.retrace import retrace
 from ._boundary.runtime import BoundaryRuntime
 from ._boundary.spec import boundary_spec, complex_output_strides, has_complex
-from ._graph_passes import logical_masks, push_conversions_into_cat, restore_addcdiv
+from ._graph_passes import logical_masks, push_conversions_into_cat, restore_addcdiv, small_contractions_in_place
 from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .tensor import ComplexTensor
 
@@ -90,6 +90,7 @@ def torchcx_backend(
     # torch.compile of the same function saved was loaded instead and nothing was lowered
     # (tests/test_internals.py::test_torchcx_never_loads_a_stock_aot_autograd_entry).
     restore_addcdiv(gm)  # Note [Dynamo's addcdiv]
+    small_contractions_in_place(gm)  # Note [Small contractions in place]
     with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
         return compile_fx(
             gm,
