@@ -77,6 +77,13 @@ PURE = {
         lambda a, b: a + (a / b) * 2,
         lambda: (torch.full((4,), 1.5 - 0.5j), torch.full((4,), 1e-40j)),
     ),
+    # found by the fuzzing campaign (run E, seed 13005): Inductor's cat drops a legacy empty 1-D
+    # operand before promoting, so complex128 (0,) catted with complex64 came out complex64
+    "cat_promotes_over_an_empty_operand": (
+        lambda a, c: torch.cat([a, c], dim=-1)[torch.tensor([-1])].sum(),
+        lambda: (cplx(0, dtype=C128), cplx(4, 1, 0)),
+    ),
+    "cat_of_mixed_precision": (lambda a, c: torch.cat([a, c]) * 2, lambda: (cplx(3, dtype=C128), cplx(2))),
 }
 
 
@@ -511,6 +518,44 @@ def test_parts_of_a_planar_input_are_views_of_its_parts(part):
 
     check_compiled(lambda z: (z.real, z.imag), make, expect_graph=False)
     check_compiled(lambda z: (z.real, z * 2), make)
+
+
+def _planar_transposed(part: torch.dtype) -> tuple[torchcx.ComplexTensor]:
+    # the fuzzing campaign's input (run E, seed 12003): parts that are .mT views
+    g = torch.Generator().manual_seed(124)
+    re, im = (torch.randn(4, 1, 2, generator=g).to(part).mT for _ in range(2))
+    return (torchcx.complex(re, im),)
+
+
+# found by the fuzzing campaign (run E, seed 12003): a view of a ComplexTensor input that the
+# program had written came back as a fresh tensor (Note [A view shares its base's storage])
+VIEWS_OF_WRITTEN_COMPLEX_TENSORS = {
+    "transpose_after_add_": lambda a: (a.add_(a), a.transpose(0, 1))[1:],
+    "add_on_an_identity_transpose": lambda a: (a.transpose(0, -3).add_(a),),
+    "campaign_program": lambda a: (lambda v0, v1, v2: (v2.add_(v2), v1.add_(v1)))(
+        a.conj().mul_(2j), torch.fft.fft(a, dim=-1, norm="ortho"), a.transpose(0, -3)
+    ),
+}
+
+
+@pytest.mark.parametrize("part", [torch.float32, torch.float16])
+@pytest.mark.parametrize("name", list(VIEWS_OF_WRITTEN_COMPLEX_TENSORS))
+def test_views_of_a_written_complex_tensor_input(name, part):
+    tol = 2e-2 if part == torch.float16 else None
+    check_compiled(VIEWS_OF_WRITTEN_COMPLEX_TENSORS[name], lambda: _planar_transposed(part), rtol=tol, atol=tol)
+
+
+def test_in_place_result_returned_twice_with_a_complex_tensor_operand():
+    # found by the fuzzing campaign (run E, seed 13015): v3.mul_(a) is v3, so eager returns one
+    # tensor twice; the graph returns one node twice, through a view_as_complex of real parts
+    def make():
+        g = torch.Generator().manual_seed(7055)
+        a = torchcx.complex(
+            torch.randn((), generator=g).to(torch.float16), torch.randn((), generator=g).to(torch.float16)
+        )
+        return a, torch.randn((4, 2, 1), dtype=C64, generator=g)[::2]
+
+    check_compiled(lambda a, b: (lambda v3: (v3.mul_(a), v3))(torch.exp(b)), make, rtol=2e-2, atol=2e-2)
 
 
 def test_complex_tensor_mixed_with_native():

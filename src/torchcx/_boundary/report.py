@@ -94,6 +94,8 @@ def _describe_input(spec: BoundarySpec, index: int, value: Any, input_spec: Inpu
 def _describe_output(spec: BoundarySpec, index: int, node: Any) -> str:
     val = node.meta.get("val") if isinstance(node, fx.Node) else node
     what = _describe_value(val)
+    if index in spec.repeats:
+        return f"{what}: the same tensor as output {spec.repeats[index]}"
     if index in spec.aliases:
         return f"{what}: a view of input {spec.aliases[index]}, replayed at run time (no copy)"
     if index in spec.shared_views:

@@ -33,6 +33,8 @@ class BoundaryRuntime:
             (spec.output_slot[i], dtype, spec.output_conj[i]) for i, dtype in enumerate(spec.output_dtypes)
         ]
         self._replay = spec.alias_replay.forward if spec.alias_replay is not None else None
+        self._replayed = spec.replayed
+        self._repeats = list(spec.repeats.items())
 
     def __call__(self, *call_args: Any) -> Any:
         spec = self.spec
@@ -63,8 +65,10 @@ class BoundaryRuntime:
                 results[where] if kind == "output" else _from_real(real_outs[where], dtype, conj)
                 for (kind, where), dtype, conj in spec.base_sources
             ]
-            replayed = iter(self._replay(*originals, *bases))
-            results = [next(replayed) if slot is None else r for r, (slot, _, _) in zip(results, self._outputs)]
+            for i, value in zip(self._replayed, self._replay(*originals, *bases)):
+                results[i] = value
+        for i, first in self._repeats:
+            results[i] = results[first]  # the very tensor, as in eager
         return results
 
 

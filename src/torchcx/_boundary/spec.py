@@ -54,6 +54,9 @@ class BoundarySpec:
     #: A written input's new value -> the input: after the call the input holds it, so a
     #: view of the new value is that view of the input (``x.mul_(p); return x[:, ::2]``).
     written_back: dict[fx.Node, fx.Node]
+    #: Output index -> the earlier output that is the very same value (``v1 = v0.add_(a);
+    #: return v1, v0``): the run time returns that tensor again, as eager does.
+    repeats: dict[int, int]
     #: Output index -> input index, for outputs that are views of an input.
     aliases: dict[int, int]
     #: Output index -> base, for outputs that view a complex value another output also
@@ -76,7 +79,8 @@ class BoundarySpec:
 
     @property
     def replayed(self) -> list[int]:
-        return [i for i, slot in self.output_slot.items() if slot is None]
+        """The outputs ``alias_replay`` computes, in order."""
+        return [i for i, slot in self.output_slot.items() if slot is None and i not in self.repeats]
 
 
 def boundary_spec(
@@ -101,17 +105,20 @@ def boundary_spec(
         inputs = [_input_spec(v) for v in example_inputs]
     outputs = list(next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0])
     written_back = _written_back(gm, placeholders)
+    repeats: dict[int, int] = {}
     aliases: dict[int, int] = {}
     shared_views: dict[int, fx.Node] = {}
     if pairs_of is None:
+        repeats = {i: first for i, o in enumerate(outputs) if (first := _first_index(outputs, o)) < i}
         aliases = {
             i: p
             for i, o in enumerate(outputs)
-            if (p := _aliased_input(o, placeholders, written_back, (input_outputs or {}).get(i, _UNKNOWN))) is not None
+            if i not in repeats
+            and (p := _aliased_input(o, placeholders, written_back, (input_outputs or {}).get(i, _UNKNOWN))) is not None
         }
-        shared_views = _shared_views(outputs, aliases)
+        shared_views = _shared_views(outputs, aliases, repeats)
     bases = list(dict.fromkeys(shared_views.values()))
-    replayed = {*aliases, *shared_views}
+    replayed = {*repeats, *aliases, *shared_views}
     output_slot: dict[int, int | None] = {}
     slot = 0
     for i in range(len(outputs)):
@@ -149,6 +156,7 @@ def boundary_spec(
             if n.target is torch.ops.aten.copy_.default and n.args[0] in placeholders
         ),
         written_back=written_back,
+        repeats=repeats,
         aliases=aliases,
         shared_views=shared_views,
         bases=bases,
@@ -177,6 +185,8 @@ def complex_output_strides(spec: BoundarySpec, real_strides: list[Any]) -> list[
             for (kind, where), dtype, _ in spec.base_sources
         ]
         _replayed_strides(spec, result, bases)
+    for i, first in spec.repeats.items():
+        result[i] = result[first]
     return result
 
 
@@ -345,20 +355,24 @@ def _aliased_input(
 # alias and stays in the kernel.
 
 
-def _shared_views(outputs: list[Any], aliases: dict[int, int]) -> dict[int, fx.Node]:
+def _first_index(outputs: list[Any], o: Any) -> int:
+    """The index of the first output that is the very node ``o`` (constants repeat freely)."""
+    if not isinstance(o, fx.Node):
+        return len(outputs)
+    return next(j for j, x in enumerate(outputs) if x is o)
+
+
+def _shared_views(outputs: list[Any], aliases: dict[int, int], repeats: dict[int, int]) -> dict[int, fx.Node]:
     """Output index -> base, for the outputs that view a complex computed value another
     output also reaches (Note [Outputs that alias each other])."""
-    roots = [view_root(o) for o in outputs]
+    roots = [None if i in repeats else view_root(o) for i, o in enumerate(outputs)]
     reach: dict[fx.Node, int] = {}
     for root in roots:
         if isinstance(root, fx.Node) and root.op == "call_function":
             reach[root] = reach.get(root, 0) + 1
     views: dict[int, fx.Node] = {}
     for i, (o, root) in enumerate(zip(outputs, roots)):
-        # (an output that is an earlier output's very node, ``v1 = v0.add_(a); return v1, v0``,
-        # is that output's tensor in eager: replayed as the identity view of it)
-        repeated = o is root and o in outputs[:i]
-        if i in aliases or (o is root and not repeated) or reach.get(root, 0) < 2:
+        if i in aliases or i in repeats or o is root or reach.get(root, 0) < 2:
             continue
         if complex_dtype_of(root) is None:
             continue  # real views of a real value stay in the real graph, where Inductor keeps them

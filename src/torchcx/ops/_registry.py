@@ -204,7 +204,45 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     if mutable:
         # An in-place or out= op returns the very tensor it mutated, not our wrapper of it.
         out = _mutated_originals(func, args, kwargs, out)
+    else:
+        source = _viewed_argument(func)
+        if source is not None and source < len(args) and isinstance(args[source], ComplexTensor):
+            _share_storage(out, args[source])
     return out
+
+
+# Note [A view shares its base's storage]
+# ---------------------------------------
+# A ComplexTensor is a wrapper: its own storage holds no data, and a fresh wrapper gets a
+# fresh one. AOTAutograd decides which outputs alias which inputs by the *wrapper's*
+# storage (collect_metadata_analysis), so a view's wrapper must share its base's, as a
+# native view does. Without it, ``x.add_(y); return x.t()`` on a ComplexTensor input was
+# returned as a fresh buffer once compiled (the functional graph computes the view of the
+# new value; only metadata that says "view of input 0" makes the run time replay it on x),
+# found by the fuzzing campaign (run E, seed 12003). torch's return_and_correct_aliasing
+# does the same for subclasses that use it.
+
+
+@functools.cache
+def _viewed_argument(func: OpOverload) -> int | None:
+    """The position of the argument a view op's result aliases (None: ``func`` is no view op)."""
+    returns = func._schema.returns
+    if not returns or returns[0].alias_info is None or returns[0].alias_info.is_write:
+        return None
+    alias = set(returns[0].alias_info.before_set)
+    for i, arg in enumerate(func._schema.arguments):
+        info = arg.alias_info
+        if info is not None and not info.is_write and set(info.before_set) == alias and not arg.kwarg_only:
+            return i
+    return None
+
+
+def _share_storage(out: Any, base: ComplexTensor) -> None:
+    """Give each ComplexTensor result of a view op its base's storage (Note [A view shares its
+    base's storage]); metadata (sizes, strides, offset) stays the view's."""
+    for r in out if isinstance(out, (list, tuple)) else (out,):
+        if type(r) is ComplexTensor and r is not base:
+            torch._functionalize_unsafe_set(r, base)
 
 
 # -- bad input -----------------------------------------------------------------------------

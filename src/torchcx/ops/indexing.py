@@ -22,8 +22,8 @@ aten = torch.ops.aten
 partwise(
     # flip as Inductor's decompositions spell it
     torch.ops.prims.rev,
-    # concatenation and splitting
-    aten.cat,
+    # concatenation and splitting (aten.cat.default: cat_impl below)
+    aten.cat.out,
     aten._chunk_cat,
     # indexing and gathering
     aten.index.Tensor,
@@ -93,6 +93,17 @@ partwise(
 # Scalar arguments that are values of the result: split into parts too.
 partwise(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar, values=("self", "other"))
 partwise(aten._unsafe_masked_index, values=("fill",))
+
+
+@register(aten.cat.default)
+def cat_impl(tensors: list[Any], dim: int = 0) -> ComplexTensor:
+    # Concatenation is partwise, but the result dtype promotes over every operand,
+    # legacy empty 1-D ones included. The parts are converted to it first: Inductor's
+    # cat lowering drops those empty operands before it promotes (a float64 (0,) part
+    # catted with a float32 one gives float32), which would turn complex128 into complex64.
+    ctype = result_ctype(*tensors)
+    parts = [to_complex(t, ctype) for t in tensors]
+    return ComplexTensor(aten.cat([p.re for p in parts], dim), aten.cat([p.im for p in parts], dim))
 
 
 @register(aten.as_strided_scatter.default)

@@ -294,3 +294,15 @@ def _mutate_through(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         if out is m:
             return view
     return out
+
+
+@register(aten._has_same_storage_numel.default)
+def has_same_storage_numel_impl(x: Tensor, other: Tensor) -> bool:
+    # View replay (``Tensor._view_func``, fake-tensor conversion of a view) asks whether a
+    # new base's storage holds as many elements as the old one's: count complex elements of
+    # the parts' memory (one part's storage if planar, both halves if interleaved).
+    def numel(t: Tensor) -> int:
+        z = t if isinstance(t, ComplexTensor) else ComplexTensor.from_interleaved(t)
+        return z.re.untyped_storage().nbytes() // (z.re.element_size() * element_unit(z.re, z.im))
+
+    return numel(x) == numel(other)
