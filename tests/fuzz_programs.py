@@ -752,7 +752,7 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
             if _conj_mutated(prog) and any(_views(prog, a, {"real", "imag", "view_as_real"}) for a in args):
                 continue  # (EXCLUSIONS: values made by .real/.imag/view_as_real, used after a conj write)
             made = {s_.out: s_ for s_ in prog.steps if s_.out is not None}
-            origin_step = made.get(_memory_origin(prog, args[0]))
+            origin_step = made.get(_memory_origin(prog, args[0])) if args else None
             if prog.grad and name == "sgn" and origin_step is not None and origin_step.op in GEMM_OPS:
                 continue  # (EXCLUSIONS: sgn of a matrix product's result)
             if (

@@ -169,6 +169,25 @@ def test_real_and_imag_are_writable_views(layout: str) -> None:
         assert (t[0].real == 100).all() and (t[:, 1].imag == -5).all()
 
 
+def test_views_share_the_base_storage_and_replay() -> None:
+    # Note [A view shares its base's storage]: AOTAutograd reads aliasing off the wrapper's
+    # storage, as it does for native views; autograd's view replay (fake-tensor conversion of a
+    # view) asks aten._has_same_storage_numel of the new base, then replays the view ops.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    z = torchcx.complex(torch.randn(3, 4), torch.randn(3, 4))
+    for view in (z.T, z[1:], z.unbind(0)[1], z.conj()):
+        assert StorageWeakRef(view.untyped_storage()) == StorageWeakRef(z.untyped_storage())
+        assert view._base is z
+        replayed = view._view_func(z)
+        assert isinstance(replayed, ComplexTensor) and replayed.re.data_ptr() == view.re.data_ptr()
+    assert StorageWeakRef((z * 2).untyped_storage()) != StorageWeakRef(z.untyped_storage())
+    view = z[1:].T
+    fake = FakeTensorMode().from_tensor(view)
+    assert fake.shape == (4, 2) and isinstance(fake._base, ComplexTensor)
+
+
 def test_item_tolist_numpy() -> None:
     t = _native()
     z = ComplexTensor.from_interleaved(t)

@@ -232,7 +232,10 @@ def _viewed_argument(func: OpOverload) -> int | None:
     alias = set(returns[0].alias_info.before_set)
     for i, arg in enumerate(func._schema.arguments):
         info = arg.alias_info
-        if info is not None and not info.is_write and set(info.before_set) == alias and not arg.kwarg_only:
+        if info is None or info.is_write or arg.kwarg_only:
+            continue
+        # a list of views (``unbind(Tensor(a -> *) self) -> Tensor(a)[]``) has no alias set of its own
+        if set(info.before_set) == alias or (not alias and "*" in info.after_set):
             return i
     return None
 
