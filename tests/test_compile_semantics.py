@@ -329,6 +329,23 @@ def test_gradient_through_a_slice_of_a_conj_fft():
 
 
 @pytest.mark.parametrize("dtype", [C64, C128])
+def test_gradient_with_a_returned_view_of_an_input_saved_for_backward(dtype):
+    # found by fuzzing run F (seed 14008): the input b is returned (as a view) and saved for the
+    # backward; the saved tensor was the returned view's object and the gradient came out wrong
+    def fn(b):
+        v3 = (b * b).conj().exp_()
+        return b.transpose(-1, 0), v3, torch.rsqrt(v3)
+
+    x, y = (torch.tensor(0.3 - 0.7j, dtype=dtype).requires_grad_() for _ in range(2))
+    torch._dynamo.reset()
+    expected, actual = fn(x), torchcx.compile(fn)(y)
+    torch.testing.assert_close(actual, expected)
+    (gx,) = torch.autograd.grad(sum((o.abs() ** 2).sum() for o in expected), x)
+    (gy,) = torch.autograd.grad(sum((o.abs() ** 2).sum() for o in actual), y)
+    torch.testing.assert_close(gy, gx)
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
 def test_inplace_on_a_result_that_requires_grad(dtype):
     # found by the fuzzing campaign (seed 7002): a complex128 result (float pairs, viewed as
     # complex) was an autograd view of the kernel's real buffer, and autograd refused in-place
