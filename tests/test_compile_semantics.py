@@ -345,6 +345,25 @@ def test_gradient_with_a_returned_view_of_an_input_saved_for_backward(dtype):
     torch.testing.assert_close(gy, gx)
 
 
+def test_gradient_with_an_in_place_result_returned_twice():
+    # found by fuzzing run G (seed 16000): with output 1 a repeat of output 0, the views replayed
+    # at run time were matched to the wrong outputs, and the tensor saved for exp's backward
+    # (conj of its result) was given the result itself: a wrong gradient, right values
+    def fn(c):
+        v0 = c.masked_fill(c.abs() > 1, 0.5 - 1.5j)
+        v1 = v0.exp_()
+        return v1, v0, v0
+
+    x, y = (torch.tensor([0.3 - 0.7j, 1.5 + 1j]).requires_grad_() for _ in range(2))
+    torch._dynamo.reset()
+    expected, actual = fn(x), torchcx.compile(fn)(y)
+    torch.testing.assert_close(actual, expected)
+    assert actual[0] is actual[1] is actual[2]
+    (gx,) = torch.autograd.grad(sum((o.abs() ** 2).sum() for o in expected), x)
+    (gy,) = torch.autograd.grad(sum((o.abs() ** 2).sum() for o in actual), y)
+    torch.testing.assert_close(gy, gx)
+
+
 @pytest.mark.parametrize("dtype", [C64, C128])
 def test_inplace_on_a_result_that_requires_grad(dtype):
     # found by the fuzzing campaign (seed 7002): a complex128 result (float pairs, viewed as
