@@ -662,6 +662,15 @@ def _memory_origin(prog: Program, name: str) -> str:
     return name
 
 
+def _written_conj(prog: Program, name: str) -> bool:
+    """Whether value ``name`` is an in-place result whose target is (a view of) a conj view
+    (``v0 = a.conj(); v1 = v0.mul_(0.25)``; see EXCLUSIONS: conj of a ComplexTensor returned)."""
+    made = {s.out: s for s in prog.steps if s.out is not None}
+    while name in made and OPS[made[name].op].inplace:
+        name = made[name].args[0]
+    return name in made and _views(prog, name, {"conj", "conj_mul_"})
+
+
 def _views(prog: Program, name: str, ops: set[str]) -> bool:
     """Whether value ``name`` is (a view of) the result of one of ``ops`` (see EXCLUSIONS)."""
     chain, origin = _view_chain(prog, name)
@@ -825,7 +834,7 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
     if any(s_.op == "zero_" for s_ in prog.steps):  # (EXCLUSIONS: two computed outputs after zero_)
         outputs = last + [o for o in more if not o.startswith("v")]
     if prog.lowp:  # (EXCLUSIONS: conj of a ComplexTensor returned; .real/.imag of an in-place result)
-        outputs = [o for o in outputs if not _views(prog, o, {"conj", "conj_mul_"})]
+        outputs = [o for o in outputs if not _views(prog, o, {"conj", "conj_mul_"}) and not _written_conj(prog, o)]
         outputs = [o for o in outputs if not _part_of_inplace_result(prog, o)]
         if any(s_.op == "graph_break" for s_ in prog.steps):  # (.real/.imag returned after a graph break)
             outputs = [o for o in outputs if not _views(prog, o, {"real", "imag"})]

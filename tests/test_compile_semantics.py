@@ -581,6 +581,22 @@ def test_views_of_a_written_complex_tensor_input(name, part):
     check_compiled(VIEWS_OF_WRITTEN_COMPLEX_TENSORS[name], lambda: _planar_transposed(part), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("part", [torch.float32, torch.float16])
+def test_written_conj_view_of_a_complex_tensor_returned(part):
+    # found by fuzzing run H (seed 19004): once views shared their base's storage, AOTAutograd
+    # regenerated this output from the input and lost the conjugate's sign (values, not only
+    # aliasing, which differs as documented in tests/fuzz_programs.py EXCLUSIONS)
+    def make():
+        g = torch.Generator().manual_seed(117)
+        return torchcx.complex(torch.randn(2, 4, 4, generator=g).to(part), torch.randn(2, 4, 4, generator=g).to(part))
+
+    a, b = make(), make()
+    torch._dynamo.reset()
+    expected, actual = a.conj().mul_(0.25), torchcx.compile(lambda z: z.conj().mul_(0.25))(b)
+    torch.testing.assert_close(actual.to_interleaved(torch.complex64), expected.to_interleaved(torch.complex64))
+    torch.testing.assert_close(b.to_interleaved(torch.complex64), a.to_interleaved(torch.complex64))
+
+
 def test_in_place_result_returned_twice_with_a_complex_tensor_operand():
     # found by the fuzzing campaign (run E, seed 13015): v3.mul_(a) is v3, so eager returns one
     # tensor twice; the graph returns one node twice, through a view_as_complex of real parts

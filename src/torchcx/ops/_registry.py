@@ -206,7 +206,12 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         out = _mutated_originals(func, args, kwargs, out)
     else:
         source = _viewed_argument(func)
-        if source is not None and source < len(args) and isinstance(args[source], ComplexTensor):
+        if (
+            source is not None
+            and source < len(args)
+            and isinstance(args[source], ComplexTensor)
+            and func.overloadpacket not in _LAZY_SIGN_VIEWS
+        ):
             _share_storage(out, args[source])
     return out
 
@@ -221,6 +226,13 @@ def dispatch(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 # new value; only metadata that says "view of input 0" makes the run time replay it on x),
 # found by the fuzzing campaign (run E, seed 12003). torch's return_and_correct_aliasing
 # does the same for subclasses that use it.
+
+
+#: Views whose result negates a part lazily (``_neg_view``): no strided view of the base
+#: reproduces them, and AOTAutograd regenerates an output that shares an input's storage by
+#: replaying or ``as_strided``-ing it from the input, which lost the sign (``a.conj().mul_(0.25)``
+#: returned: fuzzing run H, seed 19004). They keep a storage of their own, as before.
+_LAZY_SIGN_VIEWS = frozenset((aten._conj, aten.conj, aten._neg_view))
 
 
 @functools.cache
