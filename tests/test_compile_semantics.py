@@ -345,6 +345,46 @@ def test_gradient_with_a_returned_view_of_an_input_saved_for_backward(dtype):
     torch.testing.assert_close(gy, gx)
 
 
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_gradient_of_imag_of_a_conj_input_through_a_matmul(dtype):
+    # found by fuzzing run H (seed 19005): a.imag of a conj view is a real tensor with a
+    # negation bit, saved for the backward as it is; the backward's kernel read its memory and
+    # the gradient came out negated
+    def fn(a):
+        v0 = a.imag
+        return (v0 @ v0.mT,)
+
+    g = torch.Generator().manual_seed(4352)
+    base = torch.randn(1, 1, 4, dtype=dtype, generator=g)
+    x, y = (base.conj().requires_grad_() for _ in range(2))
+    torch._dynamo.reset()
+    expected, actual = fn(x), torchcx.compile(fn)(y)
+    torch.testing.assert_close(actual, expected)
+    (gx,) = torch.autograd.grad(expected[0].sum(), x)
+    (gy,) = torch.autograd.grad(actual[0].sum(), y)
+    torch.testing.assert_close(gy, gx)
+
+
+def test_written_real_input_with_a_negation_bit():
+    # x = z.conj().imag is a real view with a negation bit; the boundary gives the graph its
+    # values (test above), so a graph that writes x must copy them back through the bit
+    def fn(x, y):
+        x.mul_(2)
+        return (x + y,)
+
+    g = torch.Generator().manual_seed(4353)
+    base = torch.randn(3, 4, dtype=C64, generator=g)
+    y = torch.randn(3, 4, dtype=C64, generator=g)
+    ze, zc = base.clone(), base.clone()
+    xe, xc = ze.conj().imag, zc.conj().imag
+    assert xc.is_neg()
+    torch._dynamo.reset()
+    expected, actual = fn(xe, y), torchcx.compile(fn)(xc, y)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(xc, xe)
+    torch.testing.assert_close(zc, ze)
+
+
 def test_gradient_with_an_in_place_result_returned_twice():
     # found by fuzzing run G (seed 16000): with output 1 a repeat of output 0, the views replayed
     # at run time were matched to the wrong outputs, and the tensor saved for exp's backward

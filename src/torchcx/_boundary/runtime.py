@@ -29,6 +29,7 @@ class BoundaryRuntime:
         # this wrapper is on every call): the complex inputs and how each crosses, and the
         # replay graph's generated code, called without nn.Module's call machinery.
         self._complex_inputs = [(i, s.conj) for i, s in enumerate(spec.inputs) if s.complex_dtype is not None]
+        self._real_inputs = [i for i, s in enumerate(spec.inputs) if s.complex_dtype is None]
         self._outputs = [
             (spec.output_slot[i], dtype, spec.output_conj[i]) for i, dtype in enumerate(spec.output_dtypes)
         ]
@@ -55,8 +56,22 @@ class BoundaryRuntime:
                 # Inductor's stride assertion).
                 value = _with_conj_bit(value, conj)
             real_args[i] = _layout.to_real(value.conj() if conj else value)
+        written_back: list[tuple[Tensor, Tensor]] = []
+        for i in self._real_inputs:
+            value = args[i]
+            if isinstance(value, Tensor) and value.is_neg():
+                # A real input with a lazy negation bit: ``a.imag`` of a conj view is one, and the
+                # forward saves it for the backward as the view it is. Inductor reads memory, not
+                # the bit (the gradient of ``a.imag @ a.imag.mT`` came out negated; fuzzing run H,
+                # seed 19005): give the graph the values, strided as the input is, and if the
+                # graph writes the input, copy its new values back through the bit.
+                real_args[i] = _resolved_neg(value)
+                if i in spec.mutated:
+                    written_back.append((value, real_args[i]))
         args.clear()
         real_outs = self.compiled([*real_args, *spec.constants] if spec.constants else real_args)
+        for value, resolved in written_back:
+            value.copy_(resolved)
         results: list[Any] = [
             None if slot is None else _from_real(real_outs[slot], dtype, conj) for slot, dtype, conj in self._outputs
         ]
@@ -70,6 +85,15 @@ class BoundaryRuntime:
         for i, first in self._repeats:
             results[i] = results[first]  # the very tensor, as in eager
         return results
+
+
+def _resolved_neg(value: Tensor) -> Tensor:
+    """``value``'s numbers without its negation bit, in memory strided as ``value`` is."""
+    if _layout.overlaps(value):
+        memory = torch.empty_like(value, memory_format=torch.contiguous_format)
+    else:
+        memory = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
+    return memory.copy_(value)  # copy_ applies the source's negation bit
 
 
 def _with_conj_bit(value: Tensor, conj: bool) -> Tensor:
