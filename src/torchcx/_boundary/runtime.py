@@ -87,21 +87,22 @@ class BoundaryRuntime:
         return results
 
 
+def _strided_like(value: Tensor) -> Tensor:
+    """Uninitialized memory strided as ``value`` is (contiguous where ``value`` overlaps itself:
+    an expanded tangent, which no memory can be strided as)."""
+    if _layout.overlaps(value):
+        return torch.empty_like(value, memory_format=torch.contiguous_format)
+    return torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
+
+
 def _resolved_neg(value: Tensor) -> Tensor:
     """``value``'s numbers without its negation bit, in memory strided as ``value`` is."""
-    if _layout.overlaps(value):
-        memory = torch.empty_like(value, memory_format=torch.contiguous_format)
-    else:
-        memory = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
-    return memory.copy_(value)  # copy_ applies the source's negation bit
+    return _strided_like(value).copy_(value)  # copy_ applies the source's negation bit
 
 
 def _with_conj_bit(value: Tensor, conj: bool) -> Tensor:
     """``value``'s numbers with the conj bit ``conj``, in memory strided as ``value`` is."""
-    if _layout.overlaps(value):  # an expanded tangent: no memory can be strided as it is
-        memory = torch.empty_like(value, memory_format=torch.contiguous_format)
-    else:
-        memory = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
+    memory = _strided_like(value)
     # copy_ resolves the source's conj bit; with conj, memory holds the conjugates and the
     # conj view reads them back as value
     memory.copy_(value.conj() if conj else value)
