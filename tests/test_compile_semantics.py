@@ -681,3 +681,36 @@ def test_real_only_graph_of_a_replaced_decomposition(fn):
     # replaces (sgn, lerp) were left undecomposed there: Inductor raised "both a
     # fallback and a decomp for same op".
     check_compiled(fn, lambda: (real(5, dtype=torch.float64), real(5, dtype=torch.float64) + 1), real_only=False)
+
+
+def test_imag_of_a_conj_input_across_a_graph_break():
+    # found by fuzzing run I (seed 21017): after the break (boolean-mask indexing), the second
+    # graph holds no complex value and its input b.imag is a real tensor with a negation bit;
+    # Inductor read its memory, not the bit, and sigmoid(b.imag) came out as sigmoid(-b.imag)
+    def fn(b):
+        v2 = b.imag
+        v4 = v2[v2.abs() > 1]
+        v5 = torch.sigmoid(v2)
+        return (v5, v4)
+
+    g = torch.Generator().manual_seed(9747)
+    b = torch.randn(3, 1, dtype=C64, generator=g).conj()
+    torch._dynamo.reset()
+    expected, actual = fn(b), torchcx.compile(fn)(b)
+    torch.testing.assert_close(actual, expected)
+
+
+def test_written_real_input_with_a_negation_bit_in_a_real_only_graph():
+    # as test_written_real_input_with_a_negation_bit, through a graph with no complex value
+    def fn(x):
+        x.mul_(2)
+        return (torch.sigmoid(x),)
+
+    base = torch.randn(3, 4, dtype=C64, generator=torch.Generator().manual_seed(4354))
+    ze, zc = base.clone(), base.clone()
+    xe, xc = ze.conj().imag, zc.conj().imag
+    torch._dynamo.reset()
+    expected, actual = fn(xe), torchcx.compile(fn)(xc)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(xc, xe)
+    torch.testing.assert_close(zc, ze)

@@ -43,8 +43,8 @@ from torch.utils._pytree import tree_flatten
 from . import config
 from ._boundary.report import CompileReport, GraphReport, graph_report, real_graph_report, record
 from ._boundary.retrace import retrace
-from ._boundary.runtime import BoundaryRuntime
-from ._boundary.spec import boundary_spec, complex_output_strides, has_complex
+from ._boundary.runtime import BoundaryRuntime, RealGraphRuntime
+from ._boundary.spec import boundary_spec, complex_output_strides, has_complex, written_inputs
 from ._graph_passes import logical_masks, push_conversions_into_cat, restore_addcdiv, small_contractions_in_place
 from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .tensor import ComplexTensor
@@ -233,7 +233,7 @@ def _lower_and_compile_now(
     kind = _graph_kind(kwargs)
     if not any(has_complex(n.meta.get("val")) for n in gm.graph.nodes):
         record(real_graph_report(kind, example_inputs))
-        return compile_fx_inner(gm, example_inputs, **kwargs)
+        return RealGraphRuntime(compile_fx_inner(gm, example_inputs, **kwargs), written_inputs(gm))
 
     spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")

@@ -159,11 +159,7 @@ def boundary_spec(
         outputs=outputs,
         output_dtypes=[complex_dtype_of(o) for o in outputs],
         output_conj=[is_conj(o) for o in outputs],
-        mutated=frozenset(
-            placeholders.index(n.args[0])
-            for n in gm.graph.nodes
-            if n.target is torch.ops.aten.copy_.default and n.args[0] in placeholders
-        ),
+        mutated=written_inputs(gm),
         written_back=written_back,
         repeats=repeats,
         aliases=aliases,
@@ -236,6 +232,16 @@ class _UnknownLayout(Exception):
 
 
 # -- reading nodes -----------------------------------------------------------------------------
+
+
+def written_inputs(gm: fx.GraphModule) -> frozenset[int]:
+    """Indices of the placeholders the functional graph writes (a ``copy_`` into them at its end)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return frozenset(
+        placeholders.index(n.args[0])
+        for n in gm.graph.nodes
+        if n.target is torch.ops.aten.copy_.default and n.args[0] in placeholders
+    )
 
 
 def has_complex(x: Any) -> bool:
