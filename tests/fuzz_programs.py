@@ -185,6 +185,16 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "the break. Upstream: pytorch/pytorch#198095 (open; fix proposed in #198097)",
     },
     {
+        "what": "in-place ops after a graph break on (a view of) an input that another value views",
+        "kinds": None,
+        "reason": "PyTorch's AOTAutograd (aot_eager too), the same cause as the entry above without an offset: "
+        "`v0 = a[::2]; v1 = a[:]; graph_break(); v1.zero_(); return (v0.reshape(-1, 1),)` of a contiguous "
+        "complex64 or real a fails with \"shape '[2, 1]' is invalid for input of size 4\" (v0 is regenerated "
+        "from the second graph's synthetic base as all of a), and `return (v0.conj().mul_(2j),)` with "
+        "'incorrect out shape after application of ViewMeta sequence'; fuzzing run J, seed 23007. "
+        "Upstream: pytorch/pytorch#198095",
+    },
+    {
         "what": "in-place ops after a graph break on a view_as_complex input another value views",
         "kinds": None,
         "reason": "PyTorch's AOTAutograd (stock torch.compile and aot_eager too): `v0 = c[0]; graph_break(); "
@@ -236,7 +246,8 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "distinct tensors). Found by the campaign of 2026-12-02, seed 5007",
     },
     {
-        "what": ".real/.imag of a ComplexTensor used or returned after a graph break",
+        "what": ".real/.imag of a ComplexTensor used or returned after a graph break (explicit, or made by "
+        "boolean-mask indexing: fuzzing run J, seed 23003)",
         "kinds": LOWP_KINDS,
         "reason": "limitations.md '.real/.imag of a ComplexTensor across a graph break': the part is an "
         "autograd view of the ComplexTensor, which Dynamo cannot rebuild for the next frame "
@@ -671,6 +682,19 @@ def _view_chain(prog: Program, name: str) -> tuple[list[str], str]:
     return ops, name
 
 
+def _part_across_break(prog: Program, name: str) -> bool:
+    """Whether value ``name`` is (a view of) .real/.imag made before a graph break, explicit or
+    made by boolean-mask indexing (a data-dependent shape; fuzzing run J, seed 23003), in the
+    program so far (see EXCLUSIONS)."""
+    made = {s.out: i for i, s in enumerate(prog.steps) if s.out is not None}
+    while name in made and prog.steps[made[name]].op in VIEW_OPS | REAL_IDENTITY_OPS | {"real", "imag"}:
+        step = prog.steps[made[name]]
+        if step.op in ("real", "imag"):
+            return any(s.op in ("graph_break", "boolean_mask") for s in prog.steps[made[name] + 1 :])
+        name = step.args[0]
+    return False
+
+
 def _memory_origin(prog: Program, name: str) -> str:
     """The value whose memory ``name`` is: through views, identities and in-place results (an in-place
     op returns the tensor it writes)."""
@@ -702,6 +726,31 @@ def _view_after_break_of_offset_input(prog: Program, name: str) -> bool:
     offset = {n for n, i in zip(prog.names, prog.inputs) if i.layout == "offset"}
     # boolean_mask breaks the graph too (a data-dependent shape)
     return bool(chain) and origin in offset and any(s.op in ("graph_break", "boolean_mask") for s in prog.steps)
+
+
+def _write_after_break_to_viewed_input(prog: Program, name: str) -> bool:
+    """Whether writing value ``name`` writes an input that another value is a view of, in a program
+    with a graph break (see EXCLUSIONS)."""
+    if not any(s.op in ("graph_break", "boolean_mask") for s in prog.steps):
+        return False
+    origin = _memory_origin(prog, name)
+    if origin not in prog.names:
+        return False
+    return any(
+        s.out is not None and s.out != name and _memory_origin(prog, s.out) == origin and _passes_a_view(prog, s.out)
+        for s in prog.steps
+    )
+
+
+def _passes_a_view(prog: Program, name: str) -> bool:
+    """Whether value ``name`` is made from its memory's origin through a view (an in-place op on
+    a view, ``conj_mul_``, included)."""
+    made = {s.out: s for s in prog.steps if s.out is not None}
+    while name in made and (made[name].op in VIEW_OPS | REAL_IDENTITY_OPS or OPS[made[name].op].inplace):
+        if made[name].op in VIEW_OPS or made[name].op == "conj_mul_":
+            return True
+        name = made[name].args[0]
+    return False
 
 
 def _write_after_break_of_viewed_pairs_input(prog: Program, name: str) -> bool:
@@ -838,6 +887,8 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if op.inplace and _view_after_break_of_offset_input(prog, args[0]):
                 continue  # (EXCLUSIONS)
+            if op.inplace and _write_after_break_to_viewed_input(prog, args[0]):
+                continue  # (EXCLUSIONS: a write after a break to an input another value views)
             if op.inplace and _write_after_break_of_viewed_pairs_input(prog, args[0]):
                 continue  # (EXCLUSIONS)
             if (
@@ -852,12 +903,8 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if name == "cumsum" and env[args[0]].dim() == 0 and any(OPS[s_.op].inplace for s_ in prog.steps):
                 continue  # (EXCLUSIONS)
-            if (
-                prog.lowp
-                and any(s_.op == "graph_break" for s_ in prog.steps)
-                and _views(prog, args[0], {"real", "imag"})
-            ):
-                continue  # (EXCLUSIONS)
+            if prog.lowp and any(_part_across_break(prog, a) for a in args):
+                continue  # (EXCLUSIONS: .real/.imag of a ComplexTensor used after a graph break)
             if op.inplace and prog.lowp and _views(prog, args[0], {"real", "imag"}):
                 continue  # (EXCLUSIONS)
             params = tuple(sorted(op.params(draw, tensors).items())) if op.params else ()
@@ -882,8 +929,7 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
     if prog.lowp:  # (EXCLUSIONS: conj of a ComplexTensor returned; .real/.imag of an in-place result)
         outputs = [o for o in outputs if not _views(prog, o, {"conj", "conj_mul_"}) and not _written_conj(prog, o)]
         outputs = [o for o in outputs if not _part_of_inplace_result(prog, o)]
-        if any(s_.op == "graph_break" for s_ in prog.steps):  # (.real/.imag returned after a graph break)
-            outputs = [o for o in outputs if not _views(prog, o, {"real", "imag"})]
+        outputs = [o for o in outputs if not _part_across_break(prog, o)]  # (.real/.imag returned after a break)
         if any(OPS[s_.op].inplace for s_ in prog.steps):  # (conj_physical of a part of a written input)
             outputs = [
                 o
@@ -971,6 +1017,12 @@ def input_aliasing(outputs: Any, inputs: Any) -> list[Any]:
     return [((), ()) if e else entry for e, entry in zip(empty, alias_map(outputs, inputs))]
 
 
+def _intermediates(prog: Program) -> list[torch.Tensor]:
+    """Every value an eager run of ``prog`` computes."""
+    env = _eager_ok(prog, prog.steps, []) or {}
+    return [v for n, v in env.items() if n[0] == "v" and isinstance(v, torch.Tensor)]
+
+
 def _magnitude(*trees: Any) -> float:
     """The largest finite magnitude among the given values (the scale of absolute rounding errors)."""
     m = 1.0
@@ -989,7 +1041,8 @@ def tolerances(prog: Program, scale: float) -> tuple[float, float]:
     Native complex: torch.testing.assert_close's defaults per op (complex64
     1.3e-6 / 1e-5, complex128 1e-7 / 1e-7), times the number of roundings,
     with atol relative to the program's largest magnitude (a sum that cancels
-    keeps its operands' absolute error). Parts of bfloat16/float16: each op
+    keeps its operands' absolute error; with bfloat16/float16 parts, the largest
+    intermediate's too: ``run_program``). Parts of bfloat16/float16: each op
     rounds once (relative error u per part; a complex product or sum of parts
     adds at most 2u), eager and compiled each carry such an error, and the
     ops admitted are well-conditioned (EXCLUSIONS): 2 * 2u per rounding.
@@ -1034,7 +1087,12 @@ def run_program(prog: Program) -> None:
     with _quiet(), record_inductor_graphs() as recorder:
         expected = fn(*eager_in)
         actual = compiled(*compiled_in)
-    rtol, atol = tolerances(prog, _magnitude(expected, eager_in))
+    # (low precision: eager rounds every intermediate to the parts' dtype, Inductor keeps float32
+    # inside a fused kernel, as for real float16 tensors; the difference is the rounding of the
+    # largest value computed, which ``sin(exp(3 * x))`` carries to its result: fuzzing run J,
+    # seed 22004, the same under stock torch.compile)
+    scale = _magnitude(expected, eager_in, _intermediates(prog) if prog.lowp else [])
+    rtol, atol = tolerances(prog, scale)
     assert_close_special(actual, expected, rtol, atol)
     assert_close_special(compiled_in, eager_in, rtol, atol)  # mutations of inputs
     assert input_aliasing(actual, compiled_in) == input_aliasing(expected, eager_in), (
@@ -1059,7 +1117,7 @@ def run_program(prog: Program) -> None:
     assert [g is None for g in c_grads] == [g is None for g in e_grads], "which inputs get a gradient differs"
     e_grads = [g for g in e_grads if g is not None]
     c_grads = [g for g in c_grads if g is not None]
-    rtol, atol = tolerances(prog, _magnitude(expected, eager_in, e_grads))
+    rtol, atol = tolerances(prog, max(scale, _magnitude(e_grads)))
     assert_close_special(c_grads, e_grads, 2 * rtol, 2 * atol)  # backward: as many roundings again
 
 
