@@ -8,7 +8,8 @@ on complex 8x32x64x64 inputs. Each step is the model, a mean-square loss and
 three modes interleaved in every repetition and the median reported, so that
 other load on the machine hits them alike. Compile time is the first call
 (forward and backward) after ``torch._dynamo.reset()`` with Inductor's caches
-off. Graph counts are Dynamo's graphs and breaks, and the graphs torchcx
+off. "torchcx full" is torchcx with ``config.truncated_spectra`` off (every FFT computed
+in full: Note [Truncated spectra]), the same run's before/after. Graph counts are Dynamo's graphs and breaks, and the graphs torchcx
 lowered (``torchcx.explain``). Needs the ``integration`` extra:
 
     pip install -e '.[integration]'
@@ -72,6 +73,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--models", default="", help="comma-separated name prefixes (FNO,TFNO,SpectralConv)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
@@ -79,22 +81,28 @@ def main() -> None:
 
     rows = []
     for name, model, x in models():
+        if args.models and not any(name.startswith(m) for m in args.models.split(",")):
+            continue
         params = list(model.parameters())
         loss = training_step(model)
         report = torchcx.explain(loss, x, backward=True)
         dynamo_default = torch._dynamo.explain(loss)(x)
         torch._dynamo.reset()
+        with torchcx.config.patch(truncated_spectra=False):
+            full_spectra = torchcx.compile(loss)  # (the setting is read here: Note [Settings are ...])
         modes: dict[str, Step] = {
             "eager": with_grads(loss, params),
             "default": with_grads(torch.compile(loss), params),
             "torchcx": with_grads(torchcx.compile(loss), params),
+            "full": with_grads(full_spectra, params),
         }
-        compile_s = {m: first_call_seconds(modes[m], x) for m in ("default", "torchcx")}
-        # Both compiled functions are warm now (reset() only drops Dynamo's caches before a first call).
-        for m in ("default", "torchcx"):
+        compiled = ("default", "torchcx", "full")
+        compile_s = {m: first_call_seconds(modes[m], x) for m in compiled}
+        # The compiled functions are warm now (reset() only drops Dynamo's caches before a first call).
+        for m in compiled:
             modes[m](x)
         expected = modes["eager"](x)
-        for got in (modes["default"](x), modes["torchcx"](x)):
+        for got in (modes[m](x) for m in compiled):
             for e, g in zip(expected, got):
                 torch.testing.assert_close(g, e, rtol=1e-3, atol=1e-5 * e.abs().max().item())
         times: dict[str, list[float]] = {m: [] for m in modes}
@@ -115,17 +123,24 @@ def main() -> None:
             )
         )
         print(f"{name}: done", flush=True)
+        _print_table(args, rows[-1:])  # (each row as it is measured: the whole run is long)
+    _print_table(args, rows)
 
+
+def _print_table(args: argparse.Namespace, rows: list[tuple[object, ...]]) -> None:
     print(f"\n{args.threads} thread(s), median of {args.reps} interleaved reps, forward + backward")
-    header = "| model | eager ms | default ms | torchcx ms | default speedup | torchcx speedup "
-    header += "| graphs/breaks torchcx | graphs/breaks default | compile default s | compile torchcx s |"
+    print("(torchcx full: torchcx with truncated_spectra=False, every FFT computed in full)")
+    header = "| model | eager ms | default ms | torchcx ms | torchcx full ms | default speedup | torchcx speedup "
+    header += "| torchcx full speedup | graphs/breaks torchcx | graphs/breaks default | compile default s "
+    header += "| compile torchcx s | compile torchcx full s |"
     print(header)
-    print("|" + " --- |" * 10)
+    print("|" + " --- |" * 13)
     for name, ms, cx_graphs, default_graphs, compile_s in rows:
         print(
-            f"| {name} | {ms['eager']:.1f} | {ms['default']:.1f} | {ms['torchcx']:.1f} "
+            f"| {name} | {ms['eager']:.1f} | {ms['default']:.1f} | {ms['torchcx']:.1f} | {ms['full']:.1f} "
             f"| {ms['eager'] / ms['default']:.2f}x | {ms['eager'] / ms['torchcx']:.2f}x "
-            f"| {cx_graphs} | {default_graphs} | {compile_s['default']:.1f} | {compile_s['torchcx']:.1f} |"
+            f"| {ms['eager'] / ms['full']:.2f}x | {cx_graphs} | {default_graphs} | {compile_s['default']:.1f} "
+            f"| {compile_s['torchcx']:.1f} | {compile_s['full']:.1f} |"
         )
 
 

@@ -79,6 +79,32 @@ gate's products become up to 16 complex (about 100 real) pointwise nodes, and
 a 9-gate circuit compiled 4-5x slower cold than in the bmm form, for run
 times within 10% of it; the 30-gate benchmark ran 2.6x faster (both measured
 in docs/performance.md, "Quantum gates in the state's layout").
+
+Note [Truncated spectra]
+------------------------
+A Fourier neural operator's spectral convolution transforms its input with
+``rfft2``, keeps a few low modes (``x_ft[..., :k, :k]`` and ``x_ft[..., -k:, :k]``
+in the reference FNO; a centered block after ``fftshift`` in neuraloperator),
+mixes channels there, writes the result into an otherwise zero spectrum and
+transforms back with ``irfft2``. The FFTs compute every mode, and the
+backward pass runs two more: at a 64x64 grid with 16 modes, 32 of 64 rows
+and 16 of 33 columns are used. On Dynamo's graph (before AOTAutograd, so
+that the backward is derived from the rewritten forward), such a pair is
+recognized and computed as DFT products over the kept modes only
+(``truncated_rfft2``: a real GEMM against the kept columns' cosines and
+sines, then one against the kept rows'; ``truncated_irfft2`` the same in
+reverse, with c2r's weights), whose gradients are DFT products of the same
+size. The rewrite applies to a 2-D real FFT over the last two dims with
+known sizes whose spectrum (or its ``fftshift`` along dim -2) is read only
+through contiguous slices of the last two dims, and to an inverse of the same
+kind whose input is a ``torch.zeros`` written only through such slices (not
+overlapping) and read by nothing else; each axis at least ``_MIN_LENGTH``
+long, at most ``_MAX_KEPT_FRACTION`` of its spectrum kept (beyond that the
+FFT is cheaper: benchmarks/neuraloperator.py). A product of length n sums n
+terms where an FFT sums log2(n) levels; both are backward stable, and the
+results agree with the FFT's to a few eps times sqrt(n) of the data's norm
+(tests/test_truncated_spectra.py). ``config.truncated_spectra = False`` keeps
+the FFTs.
 """
 
 from __future__ import annotations
@@ -284,8 +310,9 @@ def einsum_small_in_place(equation: str, *operands: Any) -> Tensor:
     return result.permute([have.index(c) for c in out])
 
 
-def small_contractions_in_place(gm: fx.GraphModule) -> int:
-    """Note [Small contractions in place] on Dynamo's graph; returns how many einsums were replaced."""
+def small_contractions_in_place(gm: fx.GraphModule, rewrites: list[str] | None = None) -> int:
+    """Note [Small contractions in place] on Dynamo's graph; returns how many einsums were replaced
+    (and describes each in ``rewrites``, for ``torchcx.explain``)."""
     replaced = 0
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target is not torch.functional.einsum or node.kwargs:
@@ -298,4 +325,289 @@ def small_contractions_in_place(gm: fx.GraphModule) -> int:
             node.target = einsum_small_in_place
             node.args = (equation, *operands)
             replaced += 1
+            if rewrites is not None:
+                shapes = ", ".join(str(tuple(v.shape)) for v in values)
+                rewrites.append(
+                    f"einsum {equation!r} of {shapes}: as products of slices (Note [Small contractions in place])"
+                )
     return _recompiled(gm, replaced)
+
+
+# -- Note [Truncated spectra] ------------------------------------------------------------------
+
+#: How a truncated transform is recognized: FFT spellings as Dynamo records them.
+_RFFT2 = (torch._C._fft.fft_rfft2, torch._C._fft.fft_rfftn, torch.fft.rfft2, torch.fft.rfftn)
+_IRFFT2 = (torch._C._fft.fft_irfft2, torch._C._fft.fft_irfftn, torch.fft.irfft2, torch.fft.irfftn)
+_FFTSHIFT = (torch._C._fft.fft_fftshift, torch.fft.fftshift)
+_NORMS = (None, "backward", "forward", "ortho")
+
+#: The smallest transform length the rewrite applies to, and the largest fraction of each
+#: axis's spectrum it may keep: the direct DFT products cost (kept modes) x (length) per
+#: row, the FFT about 5 log2(length); measured in benchmarks/truncated_fft.py.
+_MIN_LENGTH = 16
+_MAX_KEPT_FRACTION = 0.5
+
+
+def _dft_angles(freqs: Tensor, positions: Tensor, length: int) -> Tensor:
+    """2*pi*f*p/length for every (f, p), float64, with f*p reduced mod length first (exact in
+    int64): the angle of a high harmonic is then as accurate as that of a low one."""
+    return (torch.outer(freqs, positions) % length).to(torch.float64) * (2 * math.pi / length)
+
+
+def _fft_scale(norm: str | None, size: int, inverse: bool) -> float:
+    if norm == "ortho":
+        return 1 / math.sqrt(size)
+    forward_scaled = norm == "forward"
+    return 1 / size if forward_scaled != inverse else 1.0
+
+
+def truncated_rfft2(x: Tensor, rows: tuple[int, ...], cols: int, norm: str | None) -> Tensor:
+    """``torch.fft.rfft2(x, norm=norm)[..., rows, :cols]`` for real ``x``, as two real DFT
+    products over the kept modes only (Note [Truncated spectra]).
+
+    With x of shape (..., n, m), F = e^{-i theta} the DFT matrices:
+    Y = x @ F_m[:, :cols] is (x @ C) - i (x @ S), one real GEMM against [C | -S];
+    Z = F_n[rows] @ Y = (C' - i S')(Yr + i Yi), one real GEMM of [C'; -S'] with [Yr | Yi],
+    whose four blocks combine into Zr = C'Yr + S'Yi and Zi = C'Yi - S'Yr.
+    """
+    n, m = x.shape[-2:]
+    device, dtype = x.device, x.dtype
+    scale = _fft_scale(norm, n * m, inverse=False)
+    cols_angle = _dft_angles(torch.arange(m, device=device), torch.arange(cols, device=device), m)
+    w = (torch.cat([torch.cos(cols_angle), -torch.sin(cols_angle)], 1) * scale).to(dtype)  # (m, 2 cols)
+    freqs = torch.tensor(rows, device=device)
+    rows_angle = _dft_angles(freqs, torch.arange(n, device=device), n)
+    f = torch.cat([torch.cos(rows_angle), -torch.sin(rows_angle)], 0).to(dtype)  # (2 len(rows), n)
+    y = (x.reshape(-1, m) @ w).reshape(*x.shape[:-1], 2 * cols)
+    z = torch.matmul(f, y)
+    r = len(rows)
+    cr, sr = z[..., :r, :], z[..., r:, :]  # C' @ [Yr | Yi], -S' @ [Yr | Yi]
+    return torch.complex(cr[..., :cols] - sr[..., cols:], cr[..., cols:] + sr[..., :cols])
+
+
+def truncated_irfft2(
+    values: list[Tensor], rows: list[tuple[int, ...]], col0: list[int], n: int, m: int, norm: str | None
+) -> Tensor:
+    """``torch.fft.irfft2(Z, s=(n, m), norm=norm)`` where Z is zero except ``values[j]`` at
+    rows ``rows[j]`` and columns ``col0[j]...``, as real DFT products over those modes only
+    (Note [Truncated spectra]).
+
+    irfft2 is the complex inverse along dim -2, then the real (c2r) inverse along the last
+    dim: x[p, q] = sum_k w_k Re(Z'[p, k] e^{i theta k q}) with w_k = 1 for the bins that are
+    their own mirror (0, and m/2 for even m), 2 otherwise; c2r takes the real part, so an
+    imaginary part in those bins is ignored, as the vendor FFTs do. Re commutes with the real
+    weighted sums, so the last dim goes first: P = Z @ (w e^{i theta}) (one real GEMM of
+    [Zr | Zi] against [[Gc, Gs], [-Gs, Gc]]), then x = Re(E @ P) = E_c Pr - E_s Pi.
+    """
+    scale = _fft_scale(norm, n * m, inverse=True)
+    out: Tensor | None = None
+    for value, freqs, c0 in zip(values, rows, col0):
+        device, dtype = value.device, value.real.dtype
+        c = value.shape[-1]
+        k = torch.arange(c0, c0 + c, device=device)
+        mirror = (k == 0) | (k * 2 == m)
+        weight = torch.where(mirror, 1.0, 2.0).to(torch.float64)[:, None] * scale
+        angle = _dft_angles(k, torch.arange(m, device=device), m)
+        gc, gs = torch.cos(angle) * weight, torch.sin(angle) * weight  # (c, m)
+        g = torch.cat([torch.cat([gc, gs], 1), torch.cat([-gs, gc], 1)], 0).to(dtype)  # (2c, 2m)
+        p = torch.cat([value.real, value.imag], -1) @ g  # (..., r, [Pr | Pi])
+        rows_angle = _dft_angles(torch.arange(n, device=device), torch.tensor(freqs, device=device), n)
+        e = torch.cat([torch.cos(rows_angle), -torch.sin(rows_angle)], 1).to(dtype)  # (n, 2r): [E_c, -E_s]
+        stacked = p.unflatten(-1, (2, m)).transpose(-3, -2).flatten(-3, -2)  # (..., [Pr; Pi], m)
+        term = torch.matmul(e, stacked)
+        out = term if out is None else out + term
+    assert out is not None
+    return out
+
+
+def _static_shape(node: Any) -> tuple[int, ...] | None:
+    value = node.meta.get("example_value") if isinstance(node, fx.Node) else None
+    if not isinstance(value, Tensor) or not all(isinstance(s, int) for s in value.shape):
+        return None
+    return tuple(value.shape)
+
+
+def _last_two_dims(dim: Any, ndim: int) -> bool:
+    return dim is not None and [d % ndim for d in dim] == [ndim - 2, ndim - 1]
+
+
+def _fft_call(node: fx.Node, ndim: int) -> tuple[Any, str | None] | None:
+    """(s, norm) of an rfft2/rfftn/irfft2/irfftn call over the last two dims, else None."""
+    names = ("input", "s", "dim", "norm")
+    bound = dict(zip(names, node.args))
+    if set(bound) & set(node.kwargs) or not set(node.kwargs) <= set(names):
+        return None
+    bound.update(node.kwargs)
+    default_dim = (-2, -1) if node.target in (*_RFFT2[::2], *_IRFFT2[::2]) else None
+    dim = bound.get("dim", default_dim)
+    norm = bound.get("norm")
+    if not _last_two_dims(dim, ndim) or norm not in _NORMS or bound.get("out") is not None:
+        return None
+    return bound.get("s"), norm
+
+
+def _shift_of(node: fx.Node, n: int, ndim: int) -> int | None:
+    """How far an fftshift call rolls dim -2 (it must roll that dim alone), else None."""
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    if len(node.args) + len(node.kwargs) != 2 or dim is None:
+        return None
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return n // 2 if [d % ndim for d in dims] == [ndim - 2] else None
+
+
+def _mode_block(index: Any, shape: tuple[int, ...]) -> tuple[range, range] | None:
+    """The (rows, columns) of the last two dims an index tuple takes, if it is contiguous
+    slices there and full slices elsewhere."""
+    if not isinstance(index, tuple) or len(index) != len(shape):
+        return None
+    if any(s != slice(None) for s in index[:-2]):
+        return None
+    if not all(isinstance(s, slice) and s.step in (None, 1) for s in index[-2:]):
+        return None
+    rows, cols = (range(*s.indices(size)) for s, size in zip(index[-2:], shape[-2:]))
+    return (rows, cols) if len(rows) and len(cols) else None
+
+
+def _worth_truncating(n: int, m: int, kept_rows: int, kept_cols: int) -> bool:
+    half = m // 2 + 1
+    return min(n, m) >= _MIN_LENGTH and kept_rows <= _MAX_KEPT_FRACTION * n and kept_cols <= _MAX_KEPT_FRACTION * half
+
+
+def _truncate_forward(gm: fx.GraphModule, fft: fx.Node) -> str | None:
+    shape = _static_shape(fft.args[0]) if fft.args else None
+    value = fft.args[0].meta.get("example_value") if shape else None
+    if shape is None or len(shape) < 2 or value.dtype not in (torch.float32, torch.float64):
+        return None
+    call = _fft_call(fft, len(shape))
+    if call is None or call[0] is not None:
+        return None
+    norm = call[1]
+    n, m = shape[-2:]
+    spectrum, shift = fft, 0
+    shifter = _sole_user(fft)
+    if shifter is not None and shifter.target in _FFTSHIFT:
+        found = _shift_of(shifter, n, len(shape))
+        if found is None:
+            return None
+        spectrum, shift = shifter, found
+    out_shape = (*shape[:-1], m // 2 + 1)
+    blocks = []
+    for user in spectrum.users:
+        if user.target is not operator.getitem or len(user.args) != 2 or user.kwargs:
+            return None
+        block = _mode_block(user.args[1], out_shape)
+        if block is None:
+            return None
+        blocks.append((user, block))
+    if not blocks:
+        return None
+    freqs = [tuple((p - shift) % n for p in rows) for _, (rows, _) in blocks]
+    all_rows = tuple(f for fs in freqs for f in fs)
+    cols = max(c.stop for _, (_, c) in blocks)
+    if not _worth_truncating(n, m, len(all_rows), cols):
+        return None
+    with gm.graph.inserting_before(fft):
+        kept = gm.graph.call_function(truncated_rfft2, (fft.args[0], all_rows, cols, norm))
+    start = 0
+    for (user, (_, cols_range)), fs in zip(blocks, freqs):
+        index = (
+            *(slice(None),) * (len(shape) - 2),
+            slice(start, start + len(fs)),
+            slice(cols_range.start, cols_range.stop),
+        )
+        start += len(fs)
+        with gm.graph.inserting_before(user):
+            part = gm.graph.call_function(operator.getitem, (kept, index))
+        part.meta.update(user.meta)
+        user.replace_all_uses_with(part)
+        gm.graph.erase_node(user)
+    for dead in (spectrum, fft) if spectrum is not fft else (fft,):  # (users first)
+        gm.graph.erase_node(dead)
+    shifted = " after fftshift" if shift else ""
+    return (
+        f"rfft2 of {shape}{shifted}: {len(all_rows)} x {cols} of its {n} x {m // 2 + 1} modes read, "
+        "computed as DFT products over those (Note [Truncated spectra])"
+    )
+
+
+def _truncate_inverse(gm: fx.GraphModule, ifft: fx.Node) -> str | None:
+    source = ifft.args[0] if ifft.args else ifft.kwargs.get("input")
+    shape = _static_shape(source)
+    if shape is None or len(shape) < 2:
+        return None
+    call = _fft_call(ifft, len(shape))
+    if call is None:
+        return None
+    s, norm = call
+    n, half = shape[-2:]
+    m = 2 * (half - 1) if s is None else s[-1]
+    if s is not None and (len(s) != 2 or s[0] != n or m // 2 + 1 != half):
+        return None  # (padding or cropping along an axis: not this pattern)
+    zeros, shift = source, 0
+    if source.target in _FFTSHIFT and len(source.users) == 1:
+        found = _shift_of(source, n, len(shape))
+        if found is None:
+            return None
+        zeros, shift = source.args[0], found
+    if not (isinstance(zeros, fx.Node) and zeros.target is torch.zeros and _static_shape(zeros) == shape):
+        return None
+    if zeros.meta["example_value"].dtype not in (torch.complex64, torch.complex128):
+        return None
+    writes, taken = [], set()
+    for user in zeros.users:
+        if user is (source if source is not zeros else ifft):
+            continue
+        if user.target is not operator.setitem or user.args[0] is not zeros or len(user.args) != 3:
+            return None
+        block = _mode_block(user.args[1], shape)
+        value = user.args[2]
+        if block is None or _static_shape(value) != (*shape[:-2], len(block[0]), len(block[1])):
+            return None
+        if value.meta["example_value"].dtype != zeros.meta["example_value"].dtype:
+            return None
+        cells = {(r, c) for r in block[0] for c in block[1]}
+        if cells & taken:
+            return None  # (overlapping writes: the later one wins, not modelled)
+        taken |= cells
+        writes.append((user, block, value))
+    if not writes or len(zeros.users) != len(writes) + 1:
+        return None
+    kept_rows = len({r for _, (rows, _), _ in writes for r in rows})
+    kept_cols = max(c.stop for _, (_, c), _ in writes)
+    if not _worth_truncating(n, m, kept_rows, kept_cols):
+        return None
+    values = [v for _, _, v in writes]
+    freqs = [tuple((p + shift) % n for p in rows) for _, (rows, _), _ in writes]
+    col0 = [cols.start for _, (_, cols), _ in writes]
+    with gm.graph.inserting_before(ifft):
+        result = gm.graph.call_function(truncated_irfft2, (values, freqs, col0, n, m, norm))
+    result.meta.update(ifft.meta)
+    ifft.replace_all_uses_with(result)
+    gm.graph.erase_node(ifft)
+    if source is not zeros:
+        gm.graph.erase_node(source)
+    for user, _, _ in writes:
+        gm.graph.erase_node(user)
+    gm.graph.erase_node(zeros)
+    shifted = " through fftshift" if shift else ""
+    return (
+        f"irfft2 to {(*shape[:-1], m)} of zeros but {kept_rows} x {kept_cols} of its {n} x {half} modes{shifted}: "
+        "computed as DFT products over those (Note [Truncated spectra])"
+    )
+
+
+def truncated_spectra(gm: fx.GraphModule, rewrites: list[str] | None = None) -> int:
+    """Note [Truncated spectra] on Dynamo's graph; returns how many transforms were replaced
+    (and describes each in ``rewrites``, for ``torchcx.explain``)."""
+    done = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target in _RFFT2:
+            done.append(_truncate_forward(gm, node))
+        elif node.target in _IRFFT2:
+            done.append(_truncate_inverse(gm, node))
+    described = [text for text in done if text is not None]
+    if rewrites is not None:
+        rewrites.extend(described)
+    return _recompiled(gm, len(described))

@@ -41,11 +41,24 @@ from torch import Tensor
 from torch.utils._pytree import tree_flatten
 
 from . import config
-from ._boundary.report import CompileReport, GraphReport, graph_report, real_graph_report, record
+from ._boundary.report import (
+    CompileReport,
+    GraphReport,
+    graph_report,
+    real_graph_report,
+    record,
+    record_rewrites,
+)
 from ._boundary.retrace import retrace
 from ._boundary.runtime import BoundaryRuntime, RealGraphRuntime
 from ._boundary.spec import boundary_spec, complex_output_strides, has_complex, written_inputs
-from ._graph_passes import logical_masks, push_conversions_into_cat, restore_addcdiv, small_contractions_in_place
+from ._graph_passes import (
+    logical_masks,
+    push_conversions_into_cat,
+    restore_addcdiv,
+    small_contractions_in_place,
+    truncated_spectra,
+)
 from ._inductor_patches import inductor_patches, quiet_complex_warning
 from .tensor import ComplexTensor
 
@@ -81,8 +94,8 @@ def torchcx_backend(
     patches.update(options or {})
     settings = config.compile_settings() if settings is None else settings
     inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict, settings=settings)
-    # (the settings take effect in _lower_and_compile: AOTAutograd's complex-space tracing
-    # here runs no torchcx op)
+    # (the settings take effect in _lower_and_compile, AOTAutograd's complex-space tracing
+    # here running no torchcx op; truncated_spectra alone rewrites Dynamo's graph, below)
     # AOTAutograd's cache stays off for torchcx (docs/internals.md, "The AOTAutograd cache"):
     # it saves an entry only for compiled functions with an FX graph cache key, which
     # torchcx's boundary (BoundaryRuntime) has not, so it never hits for torchcx's graphs;
@@ -90,7 +103,11 @@ def torchcx_backend(
     # torch.compile of the same function saved was loaded instead and nothing was lowered
     # (tests/test_internals.py::test_torchcx_never_loads_a_stock_aot_autograd_entry).
     restore_addcdiv(gm)  # Note [Dynamo's addcdiv]
-    small_contractions_in_place(gm)  # Note [Small contractions in place]
+    rewrites: list[str] = []
+    small_contractions_in_place(gm, rewrites)  # Note [Small contractions in place]
+    if settings["truncated_spectra"]:
+        truncated_spectra(gm, rewrites)  # Note [Truncated spectra]
+    record_rewrites(rewrites)
     with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
         return compile_fx(
             gm,

@@ -60,9 +60,14 @@ matmul_strategy: str = "auto"
 #: (Note [FFT in real arithmetic]), which Inductor fuses with its neighbours.
 fft_path: str = "auto"
 
+#: Compute a 2-D real FFT whose spectrum is only sliced to a few low modes, or an inverse
+#: whose input is zeros but for a few modes (a Fourier neural operator's spectral
+#: convolution), as DFT products over those modes alone (Note [Truncated spectra]).
+truncated_spectra: bool = True
+
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).
-COMPILE_SETTINGS = ("vectorized_bitcast", "interleaved_access", "matmul_strategy", "fft_path")
+COMPILE_SETTINGS = ("vectorized_bitcast", "interleaved_access", "matmul_strategy", "fft_path", "truncated_spectra")
 
 _DEFAULTS = {
     name: value

@@ -34,6 +34,8 @@ class ExplainReport:
     #: Frames Dynamo gave up on, which ran entirely in eager: "function (file line N): why".
     skipped_frames: list[str] = field(default_factory=list)
     graphs: list[GraphReport] = field(default_factory=list)
+    #: Rewrites of Dynamo's graphs before AOTAutograd (Notes [Truncated spectra], [Small contractions in place]).
+    rewrites: list[str] = field(default_factory=list)
     #: Complex aten ops of one call that ran inside compiled graphs (decomposed, extern or fallback).
     compiled_ops: int = 0
     #: Complex aten ops of one call that ran in eager, outside compiled graphs: op -> count.
@@ -92,6 +94,10 @@ class ExplainReport:
                 where = ", ".join(f"{site} x{k}" for site, k in sites.most_common(3))
                 more = f", {len(sites) - 3} more" if len(sites) > 3 else ""
                 lines.append(f"  {f'{op} x{n}':<{width}}  at {where}{more}")
+        if self.rewrites:
+            lines.append("")
+            lines.append("rewritten before differentiation (the backward is derived from the rewrite):")
+            lines += [f"  {text}" for text in self.rewrites]
         for i, g in enumerate(self.graphs, 1):
             lines.append("")
             lines.append(f"[{i}] {g.kind} graph: {'real-only' if g.real_only else 'HOLDS COMPLEX VALUES'}")
@@ -171,6 +177,7 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
         if run_backward:
             _backward(out)
     report.graphs = list(captured.graphs)
+    report.rewrites = list(captured.rewrites)
     report.skipped_frames = _skipped_frames(Counter(counters["unimplemented"]) - unimplemented)
 
     # Graphs say what was compiled, not what was not: count the complex ops of one call in

@@ -40,6 +40,8 @@ class GraphReport:
 @dataclass
 class CompileReport:
     graphs: list[GraphReport] = field(default_factory=list)
+    #: Rewrites of Dynamo's graphs before AOTAutograd (``_graph_passes``), one line each.
+    rewrites: list[str] = field(default_factory=list)
 
 
 #: The reports being collected (``torchcx.explain`` appends one while it runs a function):
@@ -50,6 +52,11 @@ ACTIVE_REPORTS: list[CompileReport] = []
 def record(graph: GraphReport) -> None:
     for report in ACTIVE_REPORTS:
         report.graphs.append(graph)
+
+
+def record_rewrites(rewrites: list[str]) -> None:
+    for report in ACTIVE_REPORTS:
+        report.rewrites.extend(rewrites)
 
 
 def real_graph_report(kind: str, example_inputs: Sequence[Any]) -> GraphReport:

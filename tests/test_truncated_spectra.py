@@ -1,0 +1,199 @@
+"""Note [Truncated spectra]: a 2-D real FFT whose spectrum is only sliced to a few modes, and
+an inverse whose input is zeros but for a few modes, computed as DFT products over those
+modes. Checked against eager (values and gradients), on the two spellings Fourier neural
+operators use (the reference FNO's corners; neuraloperator's fftshift and centered block),
+every norm, odd lengths, and the cases the rewrite must leave alone.
+
+Tolerances: a DFT product sums n terms, an FFT log2(n) levels of them; both are backward
+stable, with errors of a few units of eps times sqrt(n) times the norm of the data, so at
+n <= 48 in float32 the results agree to about 1e-6 of the largest value (atol below is
+2e-5 of it, the spread of the summation orders with room for the GEMM's blocking).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+
+import torchcx
+from torchcx._graph_passes import truncated_irfft2, truncated_rfft2, truncated_spectra
+
+NORMS = [None, "backward", "ortho", "forward"]
+
+
+def _close(actual: torch.Tensor, expected: torch.Tensor, rel: float = 2e-5) -> None:
+    scale = max(expected.abs().max().item(), 1e-30)
+    torch.testing.assert_close(actual, expected, rtol=rel, atol=rel * scale)
+
+
+@pytest.mark.parametrize("norm", NORMS, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("n, m", [(16, 16), (17, 21), (24, 15)])
+def test_truncated_transforms_match_the_fft(n: int, m: int, dtype: torch.dtype, norm: str | None) -> None:
+    g = torch.Generator().manual_seed(n * m)
+    x = torch.randn(3, n, m, dtype=dtype, generator=g)
+    # rows: low, high (negative) and middle frequencies; columns up to the Nyquist bin
+    rows, cols = (0, 1, n - 1, n // 2), m // 2 + 1
+    expected = torch.fft.rfft2(x, norm=norm)[..., list(rows), :cols]
+    rel = 2e-5 if dtype == torch.float32 else 1e-12
+    _close(truncated_rfft2(x, rows, cols, norm), expected, rel)
+
+    # the inverse, with a DC and a Nyquist column whose imaginary parts c2r must ignore
+    complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
+    v1 = torch.randn(3, 2, 3, dtype=complex_dtype, generator=g)
+    v2 = torch.randn(3, 1, 2, dtype=complex_dtype, generator=g)
+    z = torch.zeros(3, n, m // 2 + 1, dtype=complex_dtype)
+    z[..., [0, n - 1], :3] = v1
+    z[..., [n // 2], m // 2 - 1 :] = v2
+    expected = torch.fft.irfft2(z, s=(n, m), norm=norm)
+    actual = truncated_irfft2([v1, v2], [(0, n - 1), (n // 2,)], [0, m // 2 - 1], n, m, norm)
+    _close(actual, expected, rel)
+
+
+class ReferenceSpectralConv(torch.nn.Module):
+    """The reference FNO's SpectralConv2d (Li et al.): two corners of the half spectrum."""
+
+    def __init__(self, channels: int, modes: int, norm: str | None = None) -> None:
+        super().__init__()
+        self.modes, self.norm = modes, norm
+        g = torch.Generator().manual_seed(modes)
+        shape = (channels, channels, modes, modes)
+        self.w1 = torch.nn.Parameter(torch.randn(shape, dtype=torch.complex64, generator=g) / channels)
+        self.w2 = torch.nn.Parameter(torch.randn(shape, dtype=torch.complex64, generator=g) / channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, _, n, m = x.shape
+        k = self.modes
+        x_ft = torch.fft.rfft2(x, norm=self.norm)
+        out = torch.zeros(b, self.w1.shape[1], n, m // 2 + 1, dtype=torch.complex64)
+        out[:, :, :k, :k] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, :k, :k], self.w1)
+        out[:, :, -k:, :k] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, -k:, :k], self.w2)
+        return torch.fft.irfft2(out, s=(n, m), norm=self.norm)
+
+
+class CenteredSpectralConv(torch.nn.Module):
+    """neuraloperator's spelling: rfftn, fftshift along dim -2, a centered block, fftshift back."""
+
+    def __init__(self, channels: int, modes: tuple[int, int], norm: str | None = "forward") -> None:
+        super().__init__()
+        self.modes, self.norm = modes, norm
+        g = torch.Generator().manual_seed(sum(modes))
+        self.w = torch.nn.Parameter(torch.randn(channels, channels, *modes, dtype=torch.complex64, generator=g))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, _, n, m = x.shape
+        k1, k2 = self.modes
+        x = torch.fft.rfftn(x, norm=self.norm, dim=[-2, -1])
+        x = torch.fft.fftshift(x, dim=[-2])
+        out = torch.zeros([b, self.w.shape[1], n, m // 2 + 1], dtype=torch.complex64)
+        rows = slice(n // 2 - k1 // 2, n // 2 + k1 // 2 + k1 % 2)
+        out[:, :, rows, :k2] = torch.einsum("abcd,becd->aecd", x[:, :, rows, :k2], self.w)
+        out = torch.fft.fftshift(out, dim=[-2])
+        return torch.fft.irfftn(out, s=[n, m], dim=[-2, -1], norm=self.norm)
+
+
+def _fft_externs(report: Any) -> list[str]:
+    return [e for g in report.graphs for e in g.externs if "fft" in e]
+
+
+def _check_layer(layer: torch.nn.Module, x: torch.Tensor, truncated: bool) -> None:
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return layer(x).square().mean()
+
+    with torchcx.config.patch(fft_path="vendor"):  # (an FFT left in the graph is then an extern)
+        _check_loss(loss, list(layer.parameters()), x, truncated)
+
+
+def _check_loss(loss: Any, params: list[torch.Tensor], x: torch.Tensor, truncated: bool) -> None:
+    expected = loss(x)
+    expected_grads = torch.autograd.grad(expected, params)
+    torch._dynamo.reset()
+    actual = torchcx.compile(loss)(x)
+    actual_grads = torch.autograd.grad(actual, params)
+    _close(actual, expected)
+    for a, e in zip(actual_grads, expected_grads):
+        _close(a, e)
+    # the rewrite takes effect (no FFT left, forward or backward) exactly where it should
+    report = torchcx.explain(loss, x, backward=True)
+    assert (_fft_externs(report) == []) == truncated, _fft_externs(report)
+    assert any("Note [Truncated spectra]" in r for r in report.rewrites) == truncated, report.rewrites
+    assert ("rewritten before differentiation" in str(report)) == truncated
+
+
+@pytest.mark.parametrize("norm", [None, "ortho"], ids=str)  # (every norm: the test above)
+def test_reference_fno_layer(norm: str | None) -> None:
+    g = torch.Generator().manual_seed(1)
+    _check_layer(ReferenceSpectralConv(3, 4, norm), torch.randn(2, 3, 16, 20, generator=g), truncated=True)
+
+
+@pytest.mark.parametrize("n, m", [(16, 16), (19, 17)])
+def test_centered_fno_layer(n: int, m: int) -> None:
+    g = torch.Generator().manual_seed(2)
+    _check_layer(CenteredSpectralConv(3, (5, 4)), torch.randn(2, 3, n, m, generator=g), truncated=True)
+
+
+def test_large_blocks_keep_the_fft() -> None:
+    # 16 of 16 rows kept: the full FFT is cheaper, and the graph keeps it
+    g = torch.Generator().manual_seed(3)
+    _check_layer(CenteredSpectralConv(2, (16, 4)), torch.randn(2, 2, 16, 16, generator=g), truncated=False)
+
+
+def test_setting_off_keeps_the_fft() -> None:
+    g = torch.Generator().manual_seed(4)
+    with torchcx.config.patch(truncated_spectra=False):
+        _check_layer(ReferenceSpectralConv(2, 4), torch.randn(2, 2, 16, 16, generator=g), truncated=False)
+
+
+def _graph(fn: Any, *args: torch.Tensor) -> torch.fx.GraphModule:
+    graphs = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=backend)(*args)
+    (gm,) = graphs
+    return gm
+
+
+def test_spectra_used_otherwise_are_left_alone() -> None:
+    # the whole spectrum is returned beside the slice; the zeros are read before the inverse;
+    # two writes overlap: none is rewritten
+    def whole_spectrum(x: torch.Tensor) -> Any:
+        s = torch.fft.rfft2(x)
+        return s[..., :4, :4] * 2, s
+
+    def zeros_read(v: torch.Tensor) -> Any:
+        z = torch.zeros(2, 32, 17, dtype=torch.complex64)
+        z[:, :4, :4] = v
+        return torch.fft.irfft2(z, s=(32, 32)), z.sum()
+
+    def overlapping(v: torch.Tensor) -> torch.Tensor:
+        z = torch.zeros(2, 32, 17, dtype=torch.complex64)
+        z[:, :4, :4] = v
+        z[:, 2:6, :4] = v
+        return torch.fft.irfft2(z, s=(32, 32))
+
+    x, v = torch.randn(2, 32, 32), torch.randn(2, 4, 4, dtype=torch.complex64)
+    for fn, arg in [(whole_spectrum, x), (zeros_read, v), (overlapping, v)]:
+        gm = _graph(fn, arg)
+        assert truncated_spectra(gm) == 0, fn.__name__
+        expected, actual = fn(arg), gm(arg)
+        for a, e in zip(
+            actual if isinstance(actual, tuple) else (actual,), expected if isinstance(expected, tuple) else (expected,)
+        ):
+            torch.testing.assert_close(a, e)
+
+
+def test_dft_angles_are_reduced_exactly() -> None:
+    # the highest harmonic of a long axis: f*p reaches n^2, and the reduction keeps the angle exact
+    from torchcx._graph_passes import _dft_angles
+
+    n = 4096
+    angles = _dft_angles(torch.tensor([n - 1]), torch.arange(n), n)
+    expected = torch.tensor([((n - 1) * p % n) * 2 * math.pi / n for p in range(n)], dtype=torch.float64)
+    torch.testing.assert_close(angles[0], expected, rtol=0, atol=0)
