@@ -714,3 +714,23 @@ def test_written_real_input_with_a_negation_bit_in_a_real_only_graph():
     torch.testing.assert_close(actual, expected)
     torch.testing.assert_close(xc, xe)
     torch.testing.assert_close(zc, ze)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda c: (torch.fft.rfft(torch.view_as_real(c), dim=-1, n=1),),  # run J, seed 22010
+        lambda c: (torch.fft.ifft(torch.view_as_real(c), dim=-1, n=1),),  # run J, seed 22020
+        lambda c: (torch.view_as_real(c)[..., :1] * 2,),
+        lambda c: (torch.view_as_real(c).narrow(-1, 1, 1) * 2,),
+    ],
+    ids=["rfft_n1", "ifft_n1", "slice", "narrow"],
+)
+@pytest.mark.parametrize("shape", [(), (3,)], ids=["0d", "1d"])
+def test_slice_of_the_pair_dim_of_view_as_real(fn, shape):
+    # found by fuzzing run J: an FFT truncated to n=1 along view_as_real's pair dim slices that
+    # dim, and the slice was applied to the parts (which have no such dim): "slice() cannot be
+    # applied to a 0-dim tensor", or an IndexError (seed 23014)
+    c = torch.randn(shape, dtype=C64, generator=torch.Generator().manual_seed(22010))
+    torch._dynamo.reset()
+    torch.testing.assert_close(torchcx.compile(fn)(c), fn(c))
