@@ -54,7 +54,9 @@ def main() -> None:
             torch._dynamo.reset()
             with torchcx.config.patch(truncated_spectra=False):
                 full = torchcx.compile(loss)
-            modes = {"eager": step(loss), "torchcx": step(torchcx.compile(loss)), "full": step(full)}
+            with torchcx.config.patch(truncated_spectra=True):
+                truncated = torchcx.compile(loss)
+            modes = {"eager": step(loss), "torchcx": step(truncated), "full": step(full)}
             expected = modes["eager"]()
             for m in ("torchcx", "full"):
                 for a, e in zip(modes[m](), expected):

@@ -99,11 +99,12 @@ def _fft_externs(report: Any) -> list[str]:
     return [e for g in report.graphs for e in g.externs if "fft" in e]
 
 
-def _check_layer(layer: torch.nn.Module, x: torch.Tensor, truncated: bool) -> None:
+def _check_layer(layer: torch.nn.Module, x: torch.Tensor, truncated: bool, setting: bool = True) -> None:
     def loss(x: torch.Tensor) -> torch.Tensor:
         return layer(x).square().mean()
 
-    with torchcx.config.patch(fft_path="vendor"):  # (an FFT left in the graph is then an extern)
+    # (an FFT left in the graph is then an extern; truncated_spectra is opt-in for now)
+    with torchcx.config.patch(fft_path="vendor", truncated_spectra=setting):
         _check_loss(loss, list(layer.parameters()), x, truncated)
 
 
@@ -143,8 +144,7 @@ def test_large_blocks_keep_the_fft() -> None:
 
 def test_setting_off_keeps_the_fft() -> None:
     g = torch.Generator().manual_seed(4)
-    with torchcx.config.patch(truncated_spectra=False):
-        _check_layer(ReferenceSpectralConv(2, 4), torch.randn(2, 2, 16, 16, generator=g), truncated=False)
+    _check_layer(ReferenceSpectralConv(2, 4), torch.randn(2, 2, 16, 16, generator=g), truncated=False, setting=False)
 
 
 def _graph(fn: Any, *args: torch.Tensor) -> torch.fx.GraphModule:
