@@ -339,6 +339,8 @@ def small_contractions_in_place(gm: fx.GraphModule, rewrites: list[str] | None =
 _RFFT2 = (torch._C._fft.fft_rfft2, torch._C._fft.fft_rfftn, torch.fft.rfft2, torch.fft.rfftn)
 _IRFFT2 = (torch._C._fft.fft_irfft2, torch._C._fft.fft_irfftn, torch.fft.irfft2, torch.fft.irfftn)
 _FFTSHIFT = (torch._C._fft.fft_fftshift, torch.fft.fftshift)
+#: The spellings whose ``dim`` defaults to the last two dims (rfftn's and irfftn's default to all).
+_LAST_TWO_BY_DEFAULT = (torch._C._fft.fft_rfft2, torch.fft.rfft2, torch._C._fft.fft_irfft2, torch.fft.irfft2)
 _NORMS = (None, "backward", "forward", "ortho")
 
 #: The smallest transform length the rewrite applies to, and the largest fraction of each
@@ -441,11 +443,10 @@ def _fft_call(node: fx.Node, ndim: int) -> tuple[Any, str | None] | None:
     if set(bound) & set(node.kwargs) or not set(node.kwargs) <= set(names):
         return None
     bound.update(node.kwargs)
-    default_dim = (-2, -1) if node.target in (*_RFFT2[::2], *_IRFFT2[::2]) else None
-    dim = bound.get("dim", default_dim)
+    dim = bound.get("dim", (-2, -1) if node.target in _LAST_TWO_BY_DEFAULT else None)
     norm = bound.get("norm")
-    if not _last_two_dims(dim, ndim) or norm not in _NORMS or bound.get("out") is not None:
-        return None
+    if not _last_two_dims(dim, ndim) or norm not in _NORMS:
+        return None  # (an out= keyword was refused above: it is not among ``names``)
     return bound.get("s"), norm
 
 
