@@ -254,3 +254,16 @@ def test_activation_checkpointing(use_reentrant):
     # reentrant checkpointing works with backward() only, not autograd.grad
     inputs = [cplx(4, 6), cplx(6, 6, seed=1) / 3, cplx(6, 6, seed=2) / 3]
     check_gradients(fn, inputs, use_backward=use_reentrant)
+
+
+def test_view_in_backward_of_a_saved_activation_laid_out_channels_last():
+    # Inductor lays the conv -> gelu activations out channels-last (layout optimization) and
+    # AOTAutograd restrides the backward's saved inputs to match: the gradient reaching the
+    # backward of reshape then cannot be viewed back, as the traced graph does (an FNO layer:
+    # examples/fno_darcy.py failed so with truncated spectra)
+    def fn(x, w, c):
+        b, ch, h, wd = x.shape
+        spectral = torch.fft.ifft(torch.fft.fft(x.reshape(b * ch, h, wd)) * c).real.reshape(b, ch, h, wd)
+        return F.gelu(spectral + F.conv2d(x, w)).square().sum()
+
+    check_gradients(fn, [real(2, 4, 8, 8), real(4, 4, 1, 1), cplx(8, 8)])

@@ -103,7 +103,7 @@ def _check_layer(layer: torch.nn.Module, x: torch.Tensor, truncated: bool, setti
     def loss(x: torch.Tensor) -> torch.Tensor:
         return layer(x).square().mean()
 
-    # (an FFT left in the graph is then an extern; truncated_spectra is opt-in for now)
+    # (an FFT left in the graph is then an extern; and the setting as given)
     with torchcx.config.patch(fft_path="vendor", truncated_spectra=setting):
         _check_loss(loss, list(layer.parameters()), x, truncated)
 

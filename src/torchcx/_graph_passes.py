@@ -103,7 +103,7 @@ long, at most ``_MAX_KEPT_FRACTION`` of its spectrum kept (beyond that the
 FFT is cheaper: benchmarks/neuraloperator.py). A product of length n sums n
 terms where an FFT sums log2(n) levels; both are backward stable, and the
 results agree with the FFT's to a few eps times sqrt(n) of the data's norm
-(tests/test_truncated_spectra.py). ``config.truncated_spectra = True`` turns it on (off by default until examples/fno_darcy.py compiles with it); off keeps
+(tests/test_truncated_spectra.py). ``config.truncated_spectra = False`` keeps
 the FFTs.
 """
 
@@ -380,8 +380,6 @@ def truncated_rfft2(x: Tensor, rows: tuple[int, ...], cols: int, norm: str | Non
     freqs = torch.tensor(rows, device=device)
     rows_angle = _dft_angles(freqs, torch.arange(n, device=device), n)
     f = torch.cat([torch.cos(rows_angle), -torch.sin(rows_angle)], 0).to(dtype)  # (2 len(rows), n)
-    # (batch dims flattened by reshape, never by matmul's own views: a channels-last input's
-    # gradient cannot be viewed as (batch, n, m); examples/fno_darcy.py failed so)
     y = (x.reshape(-1, m) @ w).reshape(-1, n, 2 * cols)
     z = torch.matmul(f, y).reshape(*x.shape[:-2], 2 * len(rows), 2 * cols)
     r = len(rows)

@@ -63,9 +63,7 @@ fft_path: str = "auto"
 #: Compute a 2-D real FFT whose spectrum is only sliced to a few low modes, or an inverse
 #: whose input is zeros but for a few modes (a Fourier neural operator's spectral
 #: convolution), as DFT products over those modes alone (Note [Truncated spectra]).
-#: Off by default for now: with it, examples/fno_darcy.py fails to compile ("Cannot view a
-#: tensor ... with strides (2048, 1, 128, 8)", a channels-last value), cause not yet found.
-truncated_spectra: bool = False
+truncated_spectra: bool = True
 
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).

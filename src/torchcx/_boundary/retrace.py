@@ -174,12 +174,19 @@ class _Retracer:
         native kernel as an extern call), anything else as it is."""
         if target is torch.ops.higher_order.invoke_subgraph and _touches_complex_values(args):
             return self._invoke_subgraph(*args)
+        if target is torch.ops.aten.view.default:
+            # AOTAutograd traces a backward against the forward's eager strides, then gives
+            # its saved activations the layouts Inductor chose for the compiled forward
+            # (channels-last around convolutions), where such a view may not exist.
+            # Inductor's own lowering of view copies then; reshape does here, and is the
+            # same view wherever one exists (the graph is functional).
+            target = torch.ops.aten.reshape.default
         if not isinstance(target, OpOverload):
             return target(*args, **kwargs)
         if not (_touches_complex_values((args, kwargs)) or has_complex(node.meta.get("val"))):
             return target(*args, **kwargs)
         args = _complex_scalars_as_tensors(target, args)
-        name = str(target)
+        name = str(node.target)  # as the graph has it, for explain
         try:
             entry = entry_for(target)
             if entry.kind == "missing":
