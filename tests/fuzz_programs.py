@@ -202,13 +202,15 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "Upstream: pytorch/pytorch#198095",
     },
     {
-        "what": "in-place ops after a graph break on a view_as_complex input another value views",
+        "what": "in-place ops after a graph break on a view_as_complex input another value views, or on such a view",
         "kinds": None,
         "reason": "PyTorch's AOTAutograd (stock torch.compile and aot_eager too): `v0 = c[0]; graph_break(); "
         "c.mul_(2j); return (torch.tanh(v0),)` of c = view_as_complex(randn(1, 2, 2, 2)) fails with 'aot_autograd() "
         "does not yet handle input mutations on views with different dtypes': the second graph's inputs c and "
         "v0 alias, and their common base is the float32 tensor; fuzzing run I, seed 20003, where boolean-mask "
-        "indexing made the break; through `v0 = c.imag` too, run J, seed 22016. Upstream: pytorch/pytorch#194747 (open)",
+        "indexing made the break; through `v0 = c.imag` too, run J, seed 22016; and with the view written, `v0 = "
+        "a.conj().mul_(3); graph_break(); v0.add_(v0); return (torch.tanh(a),)`, run K, seed 25007. Upstream: "
+        "pytorch/pytorch#194747 (open)",
     },
     {
         "what": "a zero gradient where eager's is None (compared as equal)",
@@ -761,13 +763,23 @@ def _passes_a_view(prog: Program, name: str) -> bool:
 
 
 def _write_after_break_of_viewed_pairs_input(prog: Program, name: str) -> bool:
-    """Whether writing value ``name`` writes a view_as_complex input that another value views, in a
-    program with a graph break (see EXCLUSIONS)."""
-    origin = _view_origin(prog, name)
+    """Whether writing value ``name`` writes a view_as_complex input that two values alias, in a
+    program with a graph break (see EXCLUSIONS): the input and a view of it, whichever is written
+    (``c.mul_`` with ``c[0]`` read, run I, seed 20003; ``a.conj().mul_(3)`` written again with ``a``
+    read, run K, seed 25007), or ``.real``/``.imag`` of it (run J, seed 22016)."""
+    origin = _memory_origin(prog, name)
     pairs = {n for n, i in zip(prog.names, prog.inputs) if i.layout == "view_as_complex"}
     if origin not in pairs or not any(s.op in ("graph_break", "boolean_mask") for s in prog.steps):
         return False
-    return any(s.out is not None and s.out != name and _views_through_parts(prog, s.out) == origin for s in prog.steps)
+    if _passes_a_view(prog, name):  # the input itself is the other alias (any later step may read it)
+        return True
+
+    def views_origin(other: str) -> bool:
+        return _views_through_parts(prog, other) == origin or (
+            _memory_origin(prog, other) == origin and _passes_a_view(prog, other)
+        )
+
+    return any(s.out is not None and s.out != name and views_origin(s.out) for s in prog.steps)
 
 
 def _views_through_parts(prog: Program, name: str) -> str | None:
