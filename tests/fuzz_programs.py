@@ -301,6 +301,36 @@ EXCLUSIONS: list[dict[str, Any]] = [
         "seed 13005; the entry above covers the values made after the write)",
     },
     {
+        "what": "`abs() > 1` masks (masked_fill, boolean indexing, where) of a value whose modulus is within rounding of 1",
+        "kinds": None,
+        "reason": "the fuzzer's: which side of the threshold such an element falls on is decided by rounding. "
+        "`sgn(c).masked_fill(sgn(c).abs() > 1, 3)` fills 4 of 12 elements eagerly (eager's sgn gives moduli "
+        "of 1 + 1 ulp) and none under torchcx (moduli of 1 or 1 - 1 ulp); run K, seed 25011",
+    },
+    {
+        "what": "ill-conditioned ops (div's denominator, log, sqrt, sgn, angle, ...) at a part that is zero up to rounding",
+        "kinds": None,
+        "reason": "the fuzzer's: `v0 = b / b; v1 = torch.view_as_real(v0); v1 / v1` is [1, nan] under torchcx, "
+        "whose b / b has an imaginary part of exactly 0, and [1, 1] eagerly, whose division (Smith's "
+        "algorithm) leaves 1e-17 there; neither is wrong by more than a rounding, and 0/0 then decides "
+        "nan; run K, seed 24009",
+    },
+    {
+        "what": "sigmoid of a complex value whose e^-z overflows (Re z below -log(finfo.max), Im z nonzero)",
+        "kinds": None,
+        "reason": "limitations.md 'Special values follow NumPy': eager (and NumPy's 1 / (1 + exp(-z))) "
+        "gives nan there, torchcx e^z / (1 + e^z), about e^z: sigmoid(-721.19-170.59j) is nan eagerly and "
+        "3.66e-314-5.0e-314j under torchcx, which is e^z to the last digit; run K, seed 24015",
+    },
+    {
+        "what": "prod over a dim of values with nan/inf elements, in programs that check gradients",
+        "kinds": None,
+        "reason": "PyTorch's AOTAutograd (aot_eager and stock torch.compile alike): eager's prod backward "
+        "gives nan to every element of a product that holds a nan, the compiled backward the product "
+        "of the others (finite): `torch.log(a).prod(dim=-2)` of a float64 a with a negative element; "
+        "run K, seed 25016",
+    },
+    {
         "what": "masked_fill of a real tensor with a Python complex scalar",
         "kinds": None,
         "reason": "PyTorch: eager accepts b.masked_fill(mask, (1+0j)) for float b, Dynamo's fake tensors "
@@ -663,6 +693,9 @@ FFT_OPS = {"fft", "ifft", "fft2", "rfft"}
 #: Matrix products (see EXCLUSIONS).
 GEMM_OPS = {"matmul_t", "matmul", "einsum"}
 
+#: Ops that compare ``abs()`` with 1 (see EXCLUSIONS).
+ABS_MASK_OPS = {"masked_fill", "boolean_mask", "where"}
+
 #: Ops with a branch cut on the negative real axis (see EXCLUSIONS).
 BRANCH_CUT_OPS = {"log", "sqrt", "rsqrt", "angle"}
 
@@ -678,6 +711,54 @@ REAL_IDENTITY_OPS = {"conj_physical"}
 def _non_finite(t: torch.Tensor) -> bool:
     parts = (t.re, t.im) if isinstance(t, ComplexTensor) else (t,)
     return any(p.numel() and not bool(torch.isfinite(p).all()) for p in parts)
+
+
+def _float_parts(t: Any) -> tuple[torch.Tensor, ...]:
+    """The real tensors a value's elements are made of (none for integers and booleans)."""
+    if isinstance(t, ComplexTensor):
+        return (t.re.detach(), t.im.detach())
+    if isinstance(t, torch.Tensor) and t.is_complex():
+        return (t.detach().real, t.detach().imag)
+    if isinstance(t, torch.Tensor) and t.is_floating_point():
+        return (t.detach(),)
+    return ()
+
+
+def _rounding_margin(parts: tuple[torch.Tensor, ...]) -> float:
+    """A few roundings of the value's largest finite part: two computations of it that differ by
+    their rounding order may differ by this much (16 eps of the parts' dtype)."""
+    finite = [q[torch.isfinite(q)].abs() for q in parts]
+    scale = max((float(q.max()) for q in finite if q.numel()), default=0.0)
+    return 16 * torch.finfo(parts[0].dtype).eps * scale
+
+
+def _zero_up_to_rounding(t: Any) -> bool:
+    """Whether a part of an element of ``t`` is nonzero but within rounding of zero, relative to
+    the value's largest part (``(b / b).imag``: eager's division leaves 1e-17 where torchcx's is 0;
+    see EXCLUSIONS)."""
+    parts = _float_parts(t)
+    if not parts or not all(q.numel() for q in parts):
+        return False
+    margin = _rounding_margin(parts)
+    return any(bool(((q != 0) & (q.abs() <= margin)).any()) for q in parts)
+
+
+def _modulus_near_one(t: Any) -> bool:
+    """Whether an element's modulus is within rounding of 1, where ``abs() > 1`` decides by
+    rounding (``sgn``'s results: see EXCLUSIONS)."""
+    parts = _float_parts(t)
+    if not parts or not all(q.numel() for q in parts):
+        return False
+    modulus = torch.hypot(*parts) if len(parts) == 2 else parts[0].abs()
+    return bool(((modulus - 1).abs() <= 16 * torch.finfo(parts[0].dtype).eps).any())
+
+
+def _sigmoid_overflows(t: Any) -> bool:
+    """Whether sigmoid's e^-z overflows at an element with a nonzero imaginary part (see EXCLUSIONS)."""
+    if not (isinstance(t, torch.Tensor) and t.is_complex()) or not t.numel():
+        return False
+    re, im = t.detach().real, t.detach().imag
+    return bool(((re < -math.log(torch.finfo(re.dtype).max)) & (im != 0)).any())
 
 
 def _view_chain(prog: Program, name: str) -> tuple[list[str], str]:
@@ -874,6 +955,15 @@ def programs(draw: Any, max_steps: int = 6) -> Program:
                 continue  # (EXCLUSIONS)
             if name == "masked_fill" and not _is_complex(env[args[0]]):
                 continue  # (EXCLUSIONS)
+            if name in ABS_MASK_OPS and _modulus_near_one(env[args[0]]):
+                continue  # (EXCLUSIONS: a mask decided by rounding)
+            sensitive = args[1:] if name == "div" else args  # (a numerator's zeros are harmless)
+            if name in ILL_CONDITIONED and any(_zero_up_to_rounding(env[a]) for a in sensitive):
+                continue  # (EXCLUSIONS: an ill-conditioned op at a zero made by rounding)
+            if name == "sigmoid" and _sigmoid_overflows(env[args[0]]):
+                continue  # (EXCLUSIONS: sigmoid where eager's e^-z overflows)
+            if prog.grad and name == "prod_dim" and _non_finite(env[args[0]]):
+                continue  # (EXCLUSIONS: prod's gradient at nan/inf elements)
             if name in SAME_DTYPE_OPS and len({env[a].dtype for a in args}) > 1:
                 continue  # (EXCLUSIONS)
             if name in ("real", "imag", "view_as_real", "isfinite", "where_scalar") and _conj_mutated(prog):
