@@ -380,8 +380,8 @@ def truncated_rfft2(x: Tensor, rows: tuple[int, ...], cols: int, norm: str | Non
     freqs = torch.tensor(rows, device=device)
     rows_angle = _dft_angles(freqs, torch.arange(n, device=device), n)
     f = torch.cat([torch.cos(rows_angle), -torch.sin(rows_angle)], 0).to(dtype)  # (2 len(rows), n)
-    y = (x.reshape(-1, m) @ w).reshape(-1, n, 2 * cols)
-    z = torch.matmul(f, y).reshape(*x.shape[:-2], 2 * len(rows), 2 * cols)
+    y = (x.reshape(-1, m) @ w).reshape(*x.shape[:-1], 2 * cols)
+    z = torch.matmul(f, y)
     r = len(rows)
     cr, sr = z[..., :r, :], z[..., r:, :]  # C' @ [Yr | Yi], -S' @ [Yr | Yi]
     return torch.complex(cr[..., :cols] - sr[..., cols:], cr[..., cols:] + sr[..., :cols])
@@ -412,12 +412,11 @@ def truncated_irfft2(
         angle = _dft_angles(k, torch.arange(m, device=device), m)
         gc, gs = torch.cos(angle) * weight, torch.sin(angle) * weight  # (c, m)
         g = torch.cat([torch.cat([gc, gs], 1), torch.cat([-gs, gc], 1)], 0).to(dtype)  # (2c, 2m)
-        batch, r = value.shape[:-2], value.shape[-2]
-        p = (torch.cat([value.real, value.imag], -1).reshape(-1, 2 * c) @ g).reshape(-1, r, 2 * m)  # [Pr | Pi]
+        p = torch.cat([value.real, value.imag], -1) @ g  # (..., r, [Pr | Pi])
         rows_angle = _dft_angles(torch.arange(n, device=device), torch.tensor(freqs, device=device), n)
         e = torch.cat([torch.cos(rows_angle), -torch.sin(rows_angle)], 1).to(dtype)  # (n, 2r): [E_c, -E_s]
-        stacked = p.unflatten(-1, (2, m)).transpose(-3, -2).reshape(-1, 2 * r, m)  # ([Pr; Pi], m)
-        term = torch.matmul(e, stacked).reshape(*batch, n, m)
+        stacked = p.unflatten(-1, (2, m)).transpose(-3, -2).flatten(-3, -2)  # (..., [Pr; Pi], m)
+        term = torch.matmul(e, stacked)
         out = term if out is None else out + term
     assert out is not None
     return out
