@@ -96,3 +96,67 @@ def test_inductor_patches_are_in_the_cache_key(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(_inductor_patches, "_SHARE_SUBEXPRESSIONS", False)
     with _inductor_patches.inductor_patches():
         assert torch.compiler.config.cache_key_tag != tag
+
+
+# -- Note [Strides of linear indices] -----------------------------------------------------
+
+
+def _linear_indices():
+    """Indices as Inductor's CPU kernels see them: integer linear forms in the loop variables,
+    and the ones the shortcut must leave to Inductor (floor division, modular indexing, a
+    symbolic size times a variable)."""
+    import random
+
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    xs = sympy.symbols("x0 x1 x2 x3", integer=True, nonnegative=True)
+    size = sympy.Symbol("ks0", integer=True, positive=True)
+    rng = random.Random(0)
+    indices = [sympy.S.Zero, sympy.Integer(7), xs[0], -xs[1], 4096 * xs[0] + xs[1] + 5]
+    for _ in range(150):
+        terms = [rng.randint(-5000, 5000) * rng.choice(xs) for _ in range(rng.randint(1, 4))]
+        kind = rng.random()
+        if kind < 0.15:
+            terms.append(size * rng.choice(xs))
+        elif kind < 0.3:
+            terms.append(FloorDiv(rng.choice(xs), 16))
+        elif kind < 0.4:
+            terms.append(ModularIndexing(rng.choice(xs), 1, 18))
+        indices.append(sympy.Add(*terms, rng.randint(-64, 64)))
+    return [(index, var) for index in indices for var in xs]
+
+
+def test_strides_of_linear_indices_match_inductors():
+    from torch._inductor import sizevars
+
+    shortcut = 0
+    for index, var in _linear_indices():
+        stride = _inductor_patches.linear_coefficient(index, var)
+        if stride is None:
+            continue  # (left to Inductor)
+        shortcut += 1
+        for vec_length in (None, 16):
+            expected = sizevars.stride_at_vec_range(index, var, vec_length)
+            assert stride == expected and type(stride) is type(expected), (index, var, vec_length)
+    assert shortcut > 300  # most random forms are linear
+
+
+def test_strides_of_linear_indices_skip_simplify(monkeypatch: pytest.MonkeyPatch):
+    # While torchcx compiles, Inductor's stride query answers a linear index without SymPy's
+    # simplify (the shortcut is in force), and passes any other index on to it.
+    import sympy
+    from torch._inductor.codegen import cpp
+
+    calls = []
+    simplify = sympy.simplify
+    monkeypatch.setattr(sympy, "simplify", lambda e, *a, **k: calls.append(e) or simplify(e, *a, **k))
+    x0, x1 = sympy.symbols("x0 x1", integer=True, nonnegative=True)
+    with _inductor_patches.inductor_patches():
+        assert cpp.stride_at_vec_range(4099 * x0 + 3 * x1 + 11, x1, 16) == 3
+        assert calls == []
+        cpp.stride_at_vec_range(4099 * x0 + 3 * (x1 * x0) + 13, x1, 16)  # (not linear)
+        assert calls
+    from torch._inductor import sizevars
+
+    assert cpp.stride_at_vec_range is sizevars.stride_at_vec_range  # (restored)

@@ -103,6 +103,11 @@ MISSING = [
         _inductor_patches._nan_constants_not_compared,
         lambda mp: mp.delattr(_index_propagation().SymPyOps, "maximum"),
     ),
+    (
+        "Strides of linear indices",
+        _inductor_patches._strides_of_linear_indices,
+        lambda mp: mp.delattr(_cpp(), "stride_at_vec_range"),
+    ),
     ("Interleaved access", _interleaved.interleaved_access, lambda mp: mp.delattr(_cpp(), "stride_at_vec_range")),
     ("Words as pairs", _words.words_as_pairs, lambda mp: mp.setattr(_cpp().CppVecKernel, "get_to_dtype_expr", None)),
     (

@@ -5,7 +5,8 @@ access] in _interleaved.py, Note [Words as pairs] in _words.py.)
 
 Two concern the bitcasts that unpack complex64 words into float32 parts
 (Note [Interleaved layouts]); one keeps Inductor's code generation linear in the
-size of the graph (Note [Shared subexpressions]); one stores broadcast
+size of the graph (Note [Shared subexpressions]); one answers the stride queries of
+linear indices without SymPy's simplify (Note [Strides of linear indices]); one stores broadcast
 transcendental values instead of recomputing them (Note [Heavy values computed
 once]). None of these changes what a graph computes. One makes a vectorized
 expm1 as accurate as eager's (Note [Accurate expm1]); the last lets graphs with
@@ -121,6 +122,23 @@ place, found by the differential fuzzer), compilation failed. For a nan operand
 we return ``NotImplemented``, Inductor's own answer for values it cannot
 represent: the op is then computed in the kernel, and propagates the nan.
 
+Note [Strides of linear indices]
+--------------------------------
+Inductor's CPU backend decides how to tile and vectorize each loop from the
+stride of every access along the loop variables (``stride_at_vec_range``): it
+rewrites the index for the vector's range and runs ``sympy.simplify`` on the
+index and on ``index(v + 1) - index(v)``, milliseconds each. torchcx's real
+graphs have several times the kernels of the complex program's stock
+compile, and their indices are mostly linear forms (``x0 + 4096*x1``): in
+neuraloperator's TFNO forward and backward, 680 such simplifications took
+3.4 s of a 45 s compile (profiled 2026-12-04). For a linear form with integer
+coefficients (no ``FloorDiv``, ``ModularIndexing`` or product of symbols)
+the answer is the variable's coefficient, and SymPy's automatic evaluation
+already holds the form in canonical order, so ``simplify`` returns it
+unchanged: while torchcx compiles we return that coefficient and leave every
+other index to Inductor. The strides, hence the generated code, are the same
+(tests/test_compile_cost.py compares them with Inductor's own).
+
 The adjustments change the code Inductor generates, which its FX graph cache
 does not see: ``inductor_patches`` adds them (this file's hash and the settings
 they read) to ``torch.compiler.config.cache_key_tag`` for the compilation, so a
@@ -220,6 +238,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "complex64 view as int64); it exists because of torchcx's own word layout",
         "off",
     ),
+    "Strides of linear indices": (
+        "no upstream issue found (searched pytorch/pytorch issues: stride_at_vec_range slow, "
+        "simplify_index_in_vec_range compile time, cpp select_tiling sympy simplify); sympy.simplify's cost "
+        "in Inductor is sympy/sympy#28200's kind (cited in torch/_inductor/sizevars.py)",
+        "checked",
+    ),
     "quiet_complex_warning": (
         "no upstream issue for the warning from the joint-graph passes; the warning itself is discussed "
         "in pytorch/torchtitan#15",
@@ -276,6 +300,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_accurate_expm1())
         stack.enter_context(_nan_constants_not_compared())
         stack.enter_context(_heavy_values_computed_once())
+        stack.enter_context(_strides_of_linear_indices())
         if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
             stack.enter_context(words_as_pairs())
@@ -433,6 +458,52 @@ def _nan_constants_not_compared() -> Iterator[None]:
     finally:
         for name, original in originals.items():
             setattr(ops, name, original)
+
+
+@contextlib.contextmanager
+def _strides_of_linear_indices() -> Iterator[None]:
+    """Note [Strides of linear indices] (no upstream issue found: ``ADJUSTMENTS``)."""
+    try:
+        from torch._inductor.codegen import cpp
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply("Strides of linear indices", "torch._inductor.codegen.cpp does not import")
+        yield
+        return
+    original = getattr(cpp, "stride_at_vec_range", None)
+    if original is None:
+        cannot_apply("Strides of linear indices", "torch._inductor.codegen.cpp.stride_at_vec_range is missing")
+        yield
+        return
+
+    def stride_at_vec_range(index: Any, var: Any, *args: Any, **kwargs: Any) -> Any:
+        stride = linear_coefficient(index, var)
+        return original(index, var, *args, **kwargs) if stride is None else stride
+
+    cpp.stride_at_vec_range = for_this_thread(stride_at_vec_range, original)
+    try:
+        yield
+    finally:
+        cpp.stride_at_vec_range = original
+
+
+def linear_coefficient(index: Any, var: Any) -> Any:
+    """The coefficient of ``var`` in ``index`` (a SymPy Integer, zero where ``var`` is absent) if
+    ``index`` is an integer linear form in symbols, else None (Note [Strides of linear indices])."""
+    import sympy
+
+    coefficient = sympy.S.Zero
+    for term in index.args if index.is_Add else (index,):
+        if term.is_Integer:
+            continue
+        if term.is_Symbol:
+            factor, symbol = sympy.S.One, term
+        elif term.is_Mul and len(term.args) == 2 and term.args[0].is_Integer and term.args[1].is_Symbol:
+            factor, symbol = term.args
+        else:
+            return None
+        if symbol == var:
+            coefficient = factor
+    return coefficient
 
 
 def _vectorized_bitcasts() -> contextlib.AbstractContextManager[None]:
