@@ -263,7 +263,9 @@ def _decoder(spec: str) -> _Build:
             index = x["tensor"]
             if "complex" in x:
                 dtype = _DTYPES[x["complex"]]
-                return lambda t, i: _layout.from_real(t[index], dtype)
+                if _layout.uses_words(dtype):  # (from_real, decided once)
+                    return lambda t, i: t[index].view(dtype)
+                return lambda t, i: torch.view_as_complex(t[index])
             return lambda t, i: t[index]
         if isinstance(x, dict) and "symint" in x:
             index = x["symint"]
@@ -274,7 +276,9 @@ def _decoder(spec: str) -> _Build:
     data = json.loads(spec)
     args = [build(a) for a in data["args"]]
     kwargs = {k: build(v) for k, v in data["kwargs"].items()}
-    return lambda t, i: (tuple(f(t, i) for f in args), {k: f(t, i) for k, f in kwargs.items()})
+    if kwargs:
+        return lambda t, i: (tuple([f(t, i) for f in args]), {k: f(t, i) for k, f in kwargs.items()})
+    return lambda t, i: (tuple([f(t, i) for f in args]), {})
 
 
 def _constant(x: Any) -> Any:
@@ -319,18 +323,33 @@ _LIB.define("extern(str op, str spec, Tensor[] tensors, SymInt[] ints) -> Tensor
 
 def extern_kernel(op: str, spec: str, tensors: list[Tensor], ints: list[int]) -> list[Tensor]:
     """The native kernel of aten op ``op`` on interleaved inputs (Note [Extern kernels])."""
-    args, kwargs = decode(spec, tensors, ints)
-    out = _op_from_name(op)(*args, **kwargs)
-    leaves = [out] if isinstance(out, Tensor) else [x for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
-    # (storages compared by address: live storages with memory have distinct ones; empty
-    # storages all have address 0, and cloning an empty result costs nothing)
-    inputs = {t.untyped_storage().data_ptr() for t in tensors}
-    results = []
-    for x in map(_real_result, leaves):
-        if x.untyped_storage().data_ptr() in inputs:
-            x = x.clone()  # a custom op's outputs may not alias its inputs
-        results.append(x)
-    return results
+    return _call_plan(op, spec)(tensors, ints)
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_plan(op: str, spec: str) -> Callable[[list[Tensor], list[Any]], list[Tensor]]:
+    """An extern call for one (op, spec), with everything that depends on them looked up once:
+    every call of a compiled graph repeats them, and an FFT or GEMM on small data costs a few
+    microseconds, of the order of this wrapper."""
+    target = _op_from_name(op)
+    arguments = _decoder(spec)
+
+    def call(tensors: list[Tensor], ints: list[Any]) -> list[Tensor]:
+        args, kwargs = arguments(tensors, ints)
+        out = target(*args, **kwargs)
+        leaves = [out] if isinstance(out, Tensor) else [x for x in tree_flatten(out)[0] if isinstance(x, Tensor)]
+        # (storages compared by address: live storages with memory have distinct ones; empty
+        # storages all have address 0, and cloning an empty result costs nothing)
+        inputs = [t.untyped_storage().data_ptr() for t in tensors]
+        results = []
+        for x in leaves:
+            x = _real_result(x)
+            if x.untyped_storage().data_ptr() in inputs:
+                x = x.clone()  # a custom op's outputs may not alias its inputs
+            results.append(x)
+        return results
+
+    return call
 
 
 _LIB.impl("extern", extern_kernel, "CompositeExplicitAutograd")
@@ -346,7 +365,11 @@ def _extern_kernel_fake(op: str, spec: str, tensors: list[Tensor], ints: list[in
 def _real_result(x: Tensor) -> Tensor:
     """A kernel result as the real tensor the graph receives; a complex result may be a conj
     view (lu_solve(adjoint=True, left=False) returns one), resolved first."""
-    return _layout.to_real(x.resolve_conj().resolve_neg()) if x.is_complex() else x
+    if not x.is_complex():
+        return x
+    if x.is_conj() or x.is_neg():
+        x = x.resolve_conj().resolve_neg()
+    return _layout.to_real(x)
 
 
 def _call_traced(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
