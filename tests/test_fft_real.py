@@ -275,15 +275,15 @@ def test_rule_never_picks_a_clearly_slower_real_path_at_other_lengths() -> None:
 
 def test_rule_explicit_cases() -> None:
     f32, bf16 = torch.float32, torch.bfloat16
-    assert prefer_real(CPU, f32, [1024], 16) and not prefer_real(CPU, f32, [1024], 17)
+    assert prefer_real(CPU, f32, [1024], 8) and not prefer_real(CPU, f32, [1024], 9)
     # a single power-of-two transform, where the vendor FFT plans on every call
     assert prefer_real(CPU, f32, [1 << 16], 1) and not prefer_real(CPU, f32, [1 << 16], 2)
     assert not prefer_real(CPU, f32, [1 << 18], 1)
     # multi-dim transforms count all their points; a symbolic-free batch of 1 counts as 1
-    assert prefer_real(CPU, f32, [64, 64], 4) and not prefer_real(CPU, f32, [64, 64], 8)
+    assert prefer_real(CPU, f32, [64, 64], 2) and not prefer_real(CPU, f32, [64, 64], 4)
     # Bluestein (257: a convolution of length 525 done twice) costs its convolution,
     # and at bfloat16 runs float32 GEMMs, so it takes float32's threshold.
-    assert prefer_real(CPU, f32, [257], 15) and not prefer_real(CPU, f32, [257], 16)
+    assert prefer_real(CPU, f32, [257], 7) and not prefer_real(CPU, f32, [257], 8)
     assert prefer_real(CPU, bf16, [256], 256) and not prefer_real(CPU, bf16, [257], 16)
     # Other devices: the vendor FFT until measured there.
     for part in PARTS.values():

@@ -47,11 +47,19 @@ benchmarks/results/fft_paths_cpu.json, 1 thread; docs/fft.md has the tables):
   is several times the vendor FFT's (GEMM stages do O(n * stage) work, not
   O(n log n)). So the real path wins on small work and loses on large work:
   on CPU it is taken while batch x length is at most ``_CPU_REAL_POINTS[part]``
-  (16384 points for float32, 4096 for float64, 65536 for bfloat16/float16,
+  (8192 points for float32, 4096 for float64, 65536 for bfloat16/float16,
   whose vendor path also converts to complex64 and back), and for a single
   power-of-two transform (batch 1) up to ``_CPU_REAL_SINGLE[part]`` points,
   where the vendor FFT's per-call setup dominates (measured: eager's batch-1
   time per point is several times its batch-16 time there).
+* At 16384 float32 points the two paths tie on a lone transform (0.98x and 1.05x
+  at batch 256 x 64 and 16 x 1024), and in a pipeline the real path loses: its
+  last stage is pointwise, so Inductor inlines it into each consumer, and a
+  consumer that gathers (the frames a phase vocoder interpolates between) computes
+  it again per gathered element. The STFT -> time stretch -> iSTFT pipeline of
+  benchmarks/fft_pipelines.py at 1 x 4000 samples (32 frames of 512) took 1.6x
+  the vendor path's time on the real path. So float32 takes the real path below
+  the tie, up to 8192 points.
 * Lengths the real path computes by Bluestein count as the two transforms of
   the convolution length L >= 2n - 1 they cost; bfloat16/float16 Bluestein
   runs float32 GEMMs, so it takes float32's threshold.
@@ -98,7 +106,7 @@ def vendor_fft(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 
 #: Note [FFT path selection], read off benchmarks/results/fft_paths_cpu.json: the most
 #: points (batch x transform length) at which the real path is taken on CPU ...
-_CPU_REAL_POINTS = {torch.float32: 1 << 14, torch.float64: 1 << 12, torch.bfloat16: 1 << 16, torch.float16: 1 << 16}
+_CPU_REAL_POINTS = {torch.float32: 1 << 13, torch.float64: 1 << 12, torch.bfloat16: 1 << 16, torch.float16: 1 << 16}
 #: ... and the longest single (batch 1) power-of-two transform it takes.
 _CPU_REAL_SINGLE = {torch.float32: 1 << 16, torch.float64: 1 << 14, torch.bfloat16: 1 << 16, torch.float16: 1 << 16}
 
