@@ -197,3 +197,29 @@ def test_dft_angles_are_reduced_exactly() -> None:
     angles = _dft_angles(torch.tensor([n - 1]), torch.arange(n), n)
     expected = torch.tensor([((n - 1) * p % n) * 2 * math.pi / n for p in range(n)], dtype=torch.float64)
     torch.testing.assert_close(angles[0], expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "n, rows, cols, rewritten",
+    [
+        # benchmarks/truncated_spectra.py (2026-12-04): these won against the FFT ...
+        (32, 16, 8, True),
+        (64, 16, 8, True),
+        (64, 16, 9, True),  # neuraloperator's FNO: 16 x 9 modes of a 64 x 64 grid
+        (128, 16, 8, True),
+        # ... these lost or tied, though each keeps at most half of each axis
+        (64, 32, 16, False),
+        (128, 32, 16, False),
+        (128, 64, 32, False),
+    ],
+)
+def test_truncation_only_where_it_was_measured_to_win(n: int, rows: int, cols: int, rewritten: bool) -> None:
+    def low_modes(x: torch.Tensor) -> torch.Tensor:
+        s = torch.fft.rfft2(x)
+        return s[:, :rows, :cols] * 2
+
+    x = torch.randn(1, n, n)
+    gm = _graph(low_modes, x)
+    assert (truncated_spectra(gm) == 1) == rewritten
+    (actual,) = gm(x)
+    torch.testing.assert_close(actual, low_modes(x), rtol=1e-4, atol=1e-4 * n)

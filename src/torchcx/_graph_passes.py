@@ -99,8 +99,9 @@ known sizes whose spectrum (or its ``fftshift`` along dim -2) is read only
 through contiguous slices of the last two dims, and to an inverse of the same
 kind whose input is a ``torch.zeros`` written only through such slices (not
 overlapping) and read by nothing else; each axis at least ``_MIN_LENGTH``
-long, at most ``_MAX_KEPT_FRACTION`` of its spectrum kept (beyond that the
-FFT is cheaper: benchmarks/neuraloperator.py). A product of length n sums n
+long, at most ``_MAX_KEPT_FRACTION`` of its spectrum kept and few enough
+modes kept for the products to beat the FFT (``_worth_truncating``, measured
+with benchmarks/truncated_spectra.py). A product of length n sums n
 terms where an FFT sums log2(n) levels; both are backward stable, and the
 results agree with the FFT's to a few eps times sqrt(n) of the data's norm
 (tests/test_truncated_spectra.py). ``config.truncated_spectra = False`` keeps
@@ -344,8 +345,8 @@ _LAST_TWO_BY_DEFAULT = (torch._C._fft.fft_rfft2, torch.fft.rfft2, torch._C._fft.
 _NORMS = (None, "backward", "forward", "ortho")
 
 #: The smallest transform length the rewrite applies to, and the largest fraction of each
-#: axis's spectrum it may keep: the direct DFT products cost (kept modes) x (length) per
-#: row, the FFT about 5 log2(length); measured in benchmarks/truncated_fft.py.
+#: axis's spectrum it may keep. Beyond those, the kept modes themselves decide
+#: (``_worth_truncating``).
 _MIN_LENGTH = 16
 _MAX_KEPT_FRACTION = 0.5
 
@@ -470,8 +471,29 @@ def _mode_block(index: Any, shape: tuple[int, ...]) -> tuple[range, range] | Non
 
 
 def _worth_truncating(n: int, m: int, kept_rows: int, kept_cols: int) -> bool:
+    """Whether DFT products over the kept modes beat the FFT of an n x m grid.
+
+    The products cost (kept columns) x m per row, then (kept rows) x n per kept column,
+    where the FFT costs a few log2(n m) per point at a fraction of a GEMM's rate per
+    flop. Measured (``python benchmarks/truncated_spectra.py``, 2026-12-04, quiet machine,
+    one thread; the reference FNO layer, batch 8, 32 channels, forward and backward;
+    full / truncated time): grid 32 with 4, 8, 16 rows and 2, 4, 8 columns kept: 1.58x,
+    1.13x, 1.20x; grid 64 with 8, 16, 32 rows: 2.28x, 1.53x, **0.91x**; grid 128 with
+    16, 32, 64 rows: 1.58x, **0.96x**, **0.70x** (columns half the rows each time).
+    neuraloperator's FNO (grid 64, 16 rows and 9 columns) gains 1.25x. The bound
+    below, at most 2 log2(n m) rows and log2(n m) columns, takes every point that
+    won and none that lost; half of an axis was the previous bound, and took
+    the three that lost.
+    """
     half = m // 2 + 1
-    return min(n, m) >= _MIN_LENGTH and kept_rows <= _MAX_KEPT_FRACTION * n and kept_cols <= _MAX_KEPT_FRACTION * half
+    levels = math.log2(n * m)
+    return (
+        min(n, m) >= _MIN_LENGTH
+        and kept_rows <= _MAX_KEPT_FRACTION * n
+        and kept_cols <= _MAX_KEPT_FRACTION * half
+        and kept_rows <= 2 * levels
+        and kept_cols <= levels
+    )
 
 
 def _truncate_forward(gm: fx.GraphModule, fft: fx.Node) -> str | None:
