@@ -263,9 +263,7 @@ def _decoder(spec: str) -> _Build:
             index = x["tensor"]
             if "complex" in x:
                 dtype = _DTYPES[x["complex"]]
-                if _layout.uses_words(dtype):  # (from_real, decided once)
-                    return lambda t, i: t[index].view(dtype)
-                return lambda t, i: torch.view_as_complex(t[index])
+                return lambda t, i: _layout.from_real(t[index], dtype)
             return lambda t, i: t[index]
         if isinstance(x, dict) and "symint" in x:
             index = x["symint"]
@@ -276,9 +274,7 @@ def _decoder(spec: str) -> _Build:
     data = json.loads(spec)
     args = [build(a) for a in data["args"]]
     kwargs = {k: build(v) for k, v in data["kwargs"].items()}
-    if kwargs:
-        return lambda t, i: (tuple([f(t, i) for f in args]), {k: f(t, i) for k, f in kwargs.items()})
-    return lambda t, i: (tuple([f(t, i) for f in args]), {})
+    return lambda t, i: (tuple([f(t, i) for f in args]), {k: f(t, i) for k, f in kwargs.items()})
 
 
 def _constant(x: Any) -> Any:
