@@ -160,3 +160,118 @@ def test_strides_of_linear_indices_skip_simplify(monkeypatch: pytest.MonkeyPatch
     from torch._inductor import sizevars
 
     assert cpp.stride_at_vec_range is sizevars.stride_at_vec_range  # (restored)
+
+
+# -- Note [Kernels built together] --------------------------------------------------------------
+
+
+def _three_kernels(x, w):
+    # (three C++ kernels: the GEMMs' operands and the norm between them are computed apart)
+    h = torch.exp(x) @ w
+    k = (h / h.abs().sum(-1, keepdim=True)) @ w.t()
+    return torch.sin(k).sum(0), k.cos()
+
+
+def compile_and_count_builds(fn, *args, threads):
+    """(outputs, distinct kernels in the generated modules, g++ builds of kernel libraries)."""
+    from torch._inductor import cpp_builder
+
+    builds = []
+    run = cpp_builder._run_compile_cmd
+
+    def counting_run(cmd_line, cwd):
+        builds.extend(arg for arg in cmd_line.split() if arg.endswith(".main.cpp"))
+        return run(cmd_line, cwd)
+
+    cpp_builder._run_compile_cmd = counting_run
+    try:
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(force_disable_caches=True, compile_threads=threads):
+            out, code = run_and_get_code(torchcx.compile(fn), *args)
+    finally:
+        cpp_builder._run_compile_cmd = run
+    return out, sum(c.count("async_compile.cpp_pybinding(") for c in code), len(builds)
+
+
+@pytest.mark.parametrize("batch", [True, False], ids=["together", "alone"])
+def test_kernels_of_a_graph_are_built_together(batch):
+    g = torch.Generator().manual_seed(0)
+    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    with torchcx.config.patch(batch_kernels=batch):
+        out, kernels, builds = compile_and_count_builds(_three_kernels, x, w, threads=1)
+    assert kernels >= 3  # (else the test shows nothing)
+    assert builds == (1 if batch else kernels)
+    for got, expected in zip(out, _three_kernels(x, w)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_kernels_built_together_in_parallel_libraries():
+    g = torch.Generator().manual_seed(1)
+    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    out, kernels, builds = compile_and_count_builds(_three_kernels, x, w, threads=2)
+    assert builds == 2 < kernels
+    for got, expected in zip(out, _three_kernels(x, w)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_a_library_that_fails_to_build_falls_back_to_one_per_kernel(monkeypatch, caplog):
+    from torchcx import _kernel_batches
+
+    source = _kernel_batches.library_source
+    monkeypatch.setattr(_kernel_batches, "library_source", lambda kernels: source(kernels) + "\nnot C++;\n")
+    g = torch.Generator().manual_seed(2)
+    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    with caplog.at_level("INFO", logger="torchcx._kernel_batches"):
+        out, kernels, builds = compile_and_count_builds(_three_kernels, x, w, threads=1)
+    assert builds == 1 + kernels  # the library that failed, then each kernel alone
+    assert "building them alone" in caplog.text
+    for got, expected in zip(out, _three_kernels(x, w)):
+        torch.testing.assert_close(got, expected)
+
+
+KERNEL = 'extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)\n{\n    out_ptr0[0] = in_ptr0[0];\n}\n'
+PREFIX = "#include <torch/csrc/inductor/cpp_prefix.h>\n"
+
+# (argtypes, source, batchable?, why)
+BATCHABLE = [
+    (["const float*", "float*"], PREFIX + KERNEL, True, "Inductor's usual kernel"),
+    (["const float*", "float*", "int64_t", "float", "uintptr_t"], PREFIX + KERNEL, True, "the scalars it parses"),
+    (["const float*", "double"], PREFIX + KERNEL, False, "a scalar type Inductor's binding does not parse"),
+    (["const float*", "float*"], PREFIX + "#define N 4\n" + KERNEL, False, "a macro would leak into later kernels"),
+    (["const float*", "float*"], PREFIX + "#if 1\n" + KERNEL + "#endif\n", False, "conditional compilation"),
+    (["const float*", "float*"], PREFIX + KERNEL.replace('extern "C"  ', ""), False, "no C entry point"),
+    (["const float*", "float*"], PREFIX + KERNEL + KERNEL, False, "two entry points"),
+    (["const float*", "float*"], PREFIX + KERNEL.replace("{\n", "{\n#pragma GCC ivdep\n", 1), True, "a pragma"),
+]
+
+
+@pytest.mark.parametrize("argtypes, source, expected, why", BATCHABLE, ids=[b[3] for b in BATCHABLE])
+def test_which_kernels_share_a_library(argtypes, source, expected, why):
+    from torchcx._kernel_batches import batchable
+
+    assert batchable(argtypes, source) is expected, why
+
+
+def test_library_source_hoists_includes_and_names_each_kernel():
+    from torchcx._kernel_batches import library_source
+
+    text = library_source([(["const float*", "float*"], PREFIX + KERNEL)] * 2)
+    assert text.count("#include <torch/csrc/inductor/cpp_prefix.h>") == 1
+    assert 'extern "C"  void  kernel' not in text
+    assert "torchcx_kernel_1::kernel(torchcx_bindings::arg<float*>(args, 0)" in text
+    assert '{"kernel_1", kernel_1_py, METH_VARARGS, ""}' in text
+
+
+@pytest.mark.parametrize(
+    "sizes, libraries, expected",
+    [
+        ([5, 1, 1, 1, 1, 1], 2, [[0], [1, 2, 3, 4, 5]]),  # the largest alone, the rest balanced against it
+        ([3, 3, 2, 2], 2, [[0, 2], [1, 3]]),
+        ([1, 2, 3], 1, [[0, 1, 2]]),
+        ([1, 2], 8, [[0], [1]]),  # never more libraries than kernels
+    ],
+)
+def test_kernels_are_shared_out_largest_first(sizes, libraries, expected):
+    from torchcx._kernel_batches import shares
+
+    assert sorted(shares(sizes, libraries)) == sorted(expected)

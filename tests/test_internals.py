@@ -18,7 +18,7 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 import torchcx
-from torchcx import _inductor_patches, _interleaved, _patching, _words
+from torchcx import _inductor_patches, _interleaved, _kernel_batches, _patching, _words
 
 INTERNALS_MD = Path(__file__).resolve().parents[1] / "docs" / "internals.md"
 
@@ -69,6 +69,12 @@ def _lowering():
     return lowering
 
 
+def _async_compile():
+    from torch._inductor import async_compile
+
+    return async_compile
+
+
 def _index_propagation():
     from torch._inductor import index_propagation
 
@@ -108,6 +114,11 @@ MISSING = [
         _inductor_patches._strides_of_linear_indices,
         lambda mp: mp.delattr(_cpp(), "stride_at_vec_range"),
     ),
+    (
+        "Kernels built together",
+        _kernel_batches.kernels_built_together,
+        lambda mp: mp.delattr(_async_compile().AsyncCompile, "cpp_pybinding"),
+    ),
     ("Interleaved access", _interleaved.interleaved_access, lambda mp: mp.delattr(_cpp(), "stride_at_vec_range")),
     ("Words as pairs", _words.words_as_pairs, lambda mp: mp.setattr(_cpp().CppVecKernel, "get_to_dtype_expr", None)),
     (
@@ -129,6 +140,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(cpp.CppVecKernel)),
         dict(lowering.lowerings),
         dict(vars(_index_propagation().SymPyOps)),
+        dict(vars(_async_compile().AsyncCompile)),
     )
     with caplog.at_level("WARNING"):
         for _ in range(2):
@@ -143,6 +155,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(cpp.CppVecKernel)),
         dict(lowering.lowerings),
         dict(vars(_index_propagation().SymPyOps)),
+        dict(vars(_async_compile().AsyncCompile)),
     )
     assert after == before  # nothing was patched
 

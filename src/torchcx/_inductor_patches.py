@@ -191,6 +191,7 @@ import torch
 
 from . import config
 from ._interleaved import interleaved_access
+from ._kernel_batches import kernels_built_together
 from ._patching import cannot_apply, for_this_thread, patch_window
 from ._words import joining_words, words_as_pairs
 
@@ -242,6 +243,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "no upstream issue found (searched pytorch/pytorch issues: stride_at_vec_range slow, "
         "simplify_index_in_vec_range compile time, cpp select_tiling sympy simplify); sympy.simplify's cost "
         "in Inductor is sympy/sympy#28200's kind (cited in torch/_inductor/sizevars.py)",
+        "checked",
+    ),
+    "Kernels built together": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpp one shared library per kernel, "
+        "cpp kernel compile time g++ per kernel, batch cpp kernels); it amortizes the precompiled prefix of "
+        "pytorch/pytorch#144293 over several kernels",
         "checked",
     ),
     "quiet_complex_warning": (
@@ -301,6 +308,8 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_nan_constants_not_compared())
         stack.enter_context(_heavy_values_computed_once())
         stack.enter_context(_strides_of_linear_indices())
+        if config.batch_kernels:
+            stack.enter_context(kernels_built_together())
         if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
             stack.enter_context(words_as_pairs())

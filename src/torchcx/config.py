@@ -65,6 +65,11 @@ fft_path: str = "auto"
 #: convolution), as DFT products over those modes alone (Note [Truncated spectra]).
 truncated_spectra: bool = True
 
+#: Build the C++ kernels of each compiled graph as a few shared libraries rather than one
+#: each (Note [Kernels built together]): the same code, without g++'s fixed cost per kernel.
+#: Not a compile setting: it changes how the code is built, never the code.
+batch_kernels: bool = True
+
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).
 COMPILE_SETTINGS = ("vectorized_bitcast", "interleaved_access", "matmul_strategy", "fft_path", "truncated_spectra")

@@ -1,0 +1,309 @@
+"""Inductor's C++ kernels of one graph built as a few libraries, not one each
+(Note [Kernels built together]).
+
+Note [Kernels built together]
+-----------------------------
+Inductor's CPU backend builds every kernel of a graph as its own shared library:
+one g++ run per kernel (``AsyncCompile.cpp_pybinding``), each of which loads the
+precompiled ``cpp_prefix.h`` (about 0.4 s), compiles the kernel and links it.
+A one-line kernel takes about 0.7 s, almost all of it that fixed cost. torchcx's
+real graphs have more, smaller kernels than the stock compile of the same
+complex program (a complex op becomes several real ones, with the layout
+changes between them): neuraloperator's TFNO forward and backward have 43
+distinct kernels where the stock compile has 22, and g++ took 37 s of CPU
+time against 17 s (profiled 2026-12-04, one g++ at a time).
+
+While torchcx compiles, the kernels a generated module defines are collected
+instead of built one by one; when the module waits for them
+(``AsyncCompile.wait``), they are built as ``compile_threads`` libraries (one on
+a machine that compiles one at a time), the kernels shared out so that the
+largest library is as small as it can be made (largest kernel first, to the
+library with the least source so far). Each kernel keeps its source; it is
+put in a namespace of its own (``extern "C"`` dropped, its ``#include`` lines
+moved to the top: the prefix is included once), and the library exposes one
+Python function per kernel, called as Inductor's own binding would be (the
+arguments are parsed the same way: tensors to their data pointers, ``int64_t``,
+``uintptr_t`` and ``float`` scalars). The libraries are built by Inductor's own
+code cache (its flags, vector ISA, precompiled header, file locks and on-disk
+cache; a module loaded from the FX graph cache finds its libraries there), so
+what runs is the code Inductor generated, compiled the way Inductor compiles it.
+
+A kernel whose source has a preprocessor directive other than ``#include`` and
+``#pragma``, or whose argument types Inductor's binding would not parse, is
+built alone by Inductor, as is every kernel of a library that fails to build
+(so a kernel that does not compile raises Inductor's own error, naming its
+source). ``config.batch_kernels = False`` builds every kernel alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ._patching import cannot_apply, for_this_thread
+
+log = logging.getLogger(__name__)
+
+_ENTRY = re.compile(r'extern\s+"C"\s+void\s+kernel\s*\(')
+_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)", re.MULTILINE)
+#: The scalar argument types Inductor's Python binding parses (besides pointers).
+_SCALARS = ("int64_t", "uintptr_t", "float")
+_PENDING = "_torchcx_pending_kernels"  # the attribute each AsyncCompile keeps its kernels in
+
+
+def batchable(argtypes: Sequence[str], source: str) -> bool:
+    """True if the kernel can share a library (Note [Kernels built together])."""
+    if len(_ENTRY.findall(source)) != 1:
+        return False
+    if any(d not in ("include", "pragma") for d in _DIRECTIVE.findall(source)):
+        return False
+    return all(_parsed_type(t).endswith("*") or _parsed_type(t) in _SCALARS for t in argtypes)
+
+
+def _parsed_type(argtype: str) -> str:
+    return argtype.replace("const ", "").strip()
+
+
+def library_source(kernels: Sequence[tuple[Sequence[str], str]]) -> str:
+    """One translation unit for ``kernels`` ((argtypes, source) each, all ``batchable``): kernel
+    ``i`` as ``torchcx_kernel_<i>::kernel``, called by the module's function ``kernel_<i>``."""
+    includes: list[str] = []
+    bodies: list[str] = []
+    for i, (_, source) in enumerate(kernels):
+        lines = []
+        for line in source.splitlines():
+            if re.match(r"^\s*#\s*include\b", line):
+                if line.strip() not in includes:
+                    includes.append(line.strip())
+            else:
+                lines.append(line)
+        body = _ENTRY.sub("void kernel(", "\n".join(lines), count=1)
+        bodies.append(f"namespace torchcx_kernel_{i} {{\n{body}\n}}  // namespace torchcx_kernel_{i}\n")
+    bindings = [_binding(i, argtypes) for i, (argtypes, _) in enumerate(kernels)]
+    methods = "".join(f'    {{"kernel_{i}", kernel_{i}_py, METH_VARARGS, ""}},\n' for i in range(len(kernels)))
+    return "\n".join([*includes, "", *bodies, _BINDING_PREFIX, *bindings, _BINDING_MODULE.format(methods=methods)])
+
+
+def _binding(i: int, argtypes: Sequence[str]) -> str:
+    args = ", ".join(f"torchcx_bindings::arg<{_parsed_type(t)}>(args, {n})" for n, t in enumerate(argtypes))
+    return (
+        f"static PyObject* kernel_{i}_py(PyObject*, PyObject* args) {{\n"
+        f"    return torchcx_bindings::call(args, {len(argtypes)}, [&] {{ torchcx_kernel_{i}::kernel({args}); }});\n"
+        "}\n"
+    )
+
+
+# Arguments are parsed as Inductor's own kernel bindings parse them (codecache.py,
+# CppPythonBindingsCodeCache): a tensor to its data pointer, through the function whose
+# address Inductor publishes in _TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR (it avoids the
+# torch headers).
+_BINDING_PREFIX = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
+#include <type_traits>
+
+namespace torchcx_bindings {
+static void* (*tensor_data)(PyObject* tensor) = nullptr;
+
+template <typename T> static inline T arg(PyObject* args, Py_ssize_t n) {
+    static_assert(std::is_pointer_v<T>, "a kernel argument is a pointer or a scalar");
+    return static_cast<T>(tensor_data(PyTuple_GET_ITEM(args, n)));
+}
+template <> inline int64_t arg<int64_t>(PyObject* args, Py_ssize_t n) {
+    auto value = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, n));
+    if (value == -1 && PyErr_Occurred()) throw std::runtime_error("expected an int argument");
+    return value;
+}
+template <> inline uintptr_t arg<uintptr_t>(PyObject* args, Py_ssize_t n) {
+    auto value = PyLong_AsVoidPtr(PyTuple_GET_ITEM(args, n));
+    if (value == reinterpret_cast<void*>(-1) && PyErr_Occurred()) throw std::runtime_error("expected an int argument");
+    return reinterpret_cast<uintptr_t>(value);
+}
+template <> inline float arg<float>(PyObject* args, Py_ssize_t n) {
+    auto value = PyFloat_AsDouble(PyTuple_GET_ITEM(args, n));
+    if (value == -1.0 && PyErr_Occurred()) throw std::runtime_error("expected a float argument");
+    return static_cast<float>(value);
+}
+
+template <typename F> static PyObject* call(PyObject* args, Py_ssize_t count, F&& kernel) {
+    try {
+        if (!PyTuple_CheckExact(args)) throw std::runtime_error("tuple args required");
+        if (PyTuple_GET_SIZE(args) != count) throw std::runtime_error("wrong number of kernel arguments");
+        kernel();
+        Py_RETURN_NONE;
+    } catch (std::exception const& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "unhandled error");
+    }
+    return nullptr;
+}
+}  // namespace torchcx_bindings
+"""
+
+# (Inductor loads the library as the module "<key>.kernel": PyInit_kernel)
+_BINDING_MODULE = r"""
+static PyMethodDef torchcx_methods[] = {{
+{methods}    {{nullptr, nullptr, 0, nullptr}}}};
+
+static struct PyModuleDef torchcx_module = {{PyModuleDef_HEAD_INIT, "kernel", nullptr, -1, torchcx_methods}};
+
+PyMODINIT_FUNC PyInit_kernel(void) {{
+    const char* address = std::getenv("_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR");
+    char* end = nullptr;
+    errno = 0;
+    uintptr_t value = address ? std::strtoull(address, &end, 10) : 0;
+    if (!address || errno != 0 || end == address || value == 0) {{
+        PyErr_SetString(PyExc_RuntimeError, "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR is not set");
+        return nullptr;
+    }}
+    torchcx_bindings::tensor_data = reinterpret_cast<decltype(torchcx_bindings::tensor_data)>(value);
+    PyObject* module = PyModule_Create(&torchcx_module);
+#ifdef Py_GIL_DISABLED
+    if (module != nullptr) PyUnstable_Module_SetGIL(module, Py_MOD_GIL_NOT_USED);
+#endif
+    return module;
+}}
+"""
+
+
+def shares(sizes: Sequence[int], libraries: int) -> list[list[int]]:
+    """Indices of ``sizes`` shared out among at most ``libraries`` groups, largest first to the
+    smallest group so far (each group in its original order)."""
+    groups: list[list[int]] = [[] for _ in range(max(1, min(libraries, len(sizes))))]
+    totals = [0] * len(groups)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        smallest = totals.index(min(totals))
+        groups[smallest].append(i)
+        totals[smallest] += sizes[i]
+    return [sorted(g) for g in groups if g]
+
+
+class _Library:
+    """Kernels built as one library; built alone each (Inductor's way) if it fails to build."""
+
+    def __init__(self, kernels: list[tuple[Sequence[str], str]], submit: Callable[..., Any] | None) -> None:
+        from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+        self.kernels = kernels
+        self.functions: list[Callable[..., Any]] | None = None
+        try:
+            self._load = CppPythonBindingsCodeCache.load_async(library_source(kernels), "cpu", submit_fn=submit)
+        except Exception as error:  # (writing the source failed: build alone)
+            self._load = None
+            log.info("torchcx: building %d kernels together failed (%s): building them alone", len(kernels), error)
+
+    def function(self, i: int) -> Callable[..., Any]:
+        if self.functions is None:
+            self.functions = self._built()
+        return self.functions[i]
+
+    def _built(self) -> list[Callable[..., Any]]:
+        from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+        if self._load is not None:
+            try:
+                module = self._load()
+                return [getattr(module, f"kernel_{i}") for i in range(len(self.kernels))]
+            except Exception as error:
+                log.info(
+                    "torchcx: building %d kernels together failed (%s): building them alone", len(self.kernels), error
+                )
+        return [CppPythonBindingsCodeCache.load_pybinding(list(a), s) for a, s in self.kernels]
+
+
+class BatchedKernel:
+    """A kernel whose library is built when its module waits (or at its first call)."""
+
+    def __init__(self, pending: _Pending, argtypes: Sequence[str], source: str) -> None:
+        self.pending = pending
+        self.argtypes = argtypes
+        self.source = source
+        self.library: _Library | None = None
+        self.index = -1
+
+    def result(self) -> Callable[..., Any]:
+        if self.library is None:
+            self.pending.build()
+        assert self.library is not None
+        return self.library.function(self.index)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.result()(*args)
+
+
+class _Pending:
+    """The kernels one generated module defined and has not waited for yet."""
+
+    def __init__(self, submit: Callable[..., Any] | None, libraries: int) -> None:
+        self.submit = submit
+        self.libraries = libraries
+        self.kernels: list[BatchedKernel] = []
+
+    def add(self, argtypes: Sequence[str], source: str) -> BatchedKernel:
+        kernel = BatchedKernel(self, argtypes, source)
+        self.kernels.append(kernel)
+        return kernel
+
+    def build(self) -> None:
+        kernels, self.kernels = self.kernels, []
+        for group in shares([len(k.source) for k in kernels], self.libraries):
+            library = _Library([(kernels[i].argtypes, kernels[i].source) for i in group], self.submit)
+            for index, i in enumerate(group):
+                kernels[i].library, kernels[i].index = library, index
+
+
+@contextlib.contextmanager
+def kernels_built_together() -> Iterator[None]:
+    """Note [Kernels built together], for the calling thread (Note [Patches and threads])."""
+    try:
+        from torch._inductor import async_compile, codecache
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply("Kernels built together", "torch._inductor.async_compile does not import")
+        yield
+        return
+    compiler = getattr(async_compile, "AsyncCompile", None)
+    cpp_pybinding = getattr(compiler, "cpp_pybinding", None)
+    wait = getattr(compiler, "wait", None)
+    threads = getattr(async_compile, "get_compile_threads", None)
+    cache = getattr(codecache, "CppPythonBindingsCodeCache", None)
+    if None in (cpp_pybinding, wait, threads) or not hasattr(cache, "load_async"):
+        cannot_apply(
+            "Kernels built together",
+            "AsyncCompile.cpp_pybinding/wait, get_compile_threads or CppPythonBindingsCodeCache.load_async is missing",
+        )
+        yield
+        return
+
+    def collected(self: Any, argtypes: list[str], source_code: str) -> Any:
+        if not batchable(argtypes, source_code):
+            return cpp_pybinding(self, argtypes, source_code)
+        getattr(async_compile, "kernel_code_log", log).info("CPP+Bindings Kernel:\n%s", source_code)
+        pending = self.__dict__.get(_PENDING)
+        if pending is None:
+            parallel = threads() > 1
+            pending = self.__dict__[_PENDING] = _Pending(self.submit if parallel else None, threads())
+        return pending.add(argtypes, source_code)
+
+    def built(self: Any, scope: dict[str, Any]) -> None:
+        pending = self.__dict__.get(_PENDING)
+        if pending is not None:
+            pending.build()
+            for key, value in list(scope.items()):
+                if isinstance(value, BatchedKernel):
+                    scope[key] = value.result()
+        wait(self, scope)
+
+    compiler.cpp_pybinding = for_this_thread(collected, cpp_pybinding)
+    compiler.wait = for_this_thread(built, wait)
+    try:
+        yield
+    finally:
+        compiler.cpp_pybinding = cpp_pybinding
+        compiler.wait = wait
