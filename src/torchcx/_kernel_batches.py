@@ -197,7 +197,7 @@ class _Library:
             self._load = CppPythonBindingsCodeCache.load_async(library_source(kernels), "cpu", submit_fn=submit)
         except Exception as error:  # (writing the source failed: build alone)
             self._load = None
-            log.info("torchcx: building %d kernels together failed (%s): building them alone", len(kernels), error)
+            _failed(len(kernels), error)
 
     def function(self, i: int) -> Callable[..., Any]:
         if self.functions is None:
@@ -212,10 +212,18 @@ class _Library:
                 module = self._load()
                 return [getattr(module, f"kernel_{i}") for i in range(len(self.kernels))]
             except Exception as error:
-                log.info(
-                    "torchcx: building %d kernels together failed (%s): building them alone", len(self.kernels), error
-                )
+                _failed(len(self.kernels), error)
         return [CppPythonBindingsCodeCache.load_pybinding(list(a), s) for a, s in self.kernels]
+
+
+def _failed(count: int, error: Exception) -> None:
+    # (a kernel that does not compile raises Inductor's own error next, when it is built alone)
+    first_line = next(iter(str(error).splitlines()), type(error).__name__)
+    log.warning(
+        "torchcx: building %d kernels as one library failed (%s): building them alone (Note [Kernels built together])",
+        count,
+        first_line,
+    )
 
 
 class BatchedKernel:
