@@ -295,8 +295,8 @@ def kernels_built_together() -> Iterator[None]:
         getattr(async_compile, "kernel_code_log", log).info("CPP+Bindings Kernel:\n%s", source_code)
         pending = self.__dict__.get(_PENDING)
         if pending is None:
-            parallel = threads() > 1
-            pending = self.__dict__[_PENDING] = _Pending(self.submit if parallel else None, threads())
+            count = threads()
+            pending = self.__dict__[_PENDING] = _Pending(self.submit if count > 1 else None, count)
         return pending.add(argtypes, source_code)
 
     def built(self: Any, scope: dict[str, Any]) -> None:
