@@ -6,6 +6,8 @@ the ops Inductor traces into its loop bodies, counted against the nodes of the r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch._inductor import ir, loop_body
@@ -14,6 +16,7 @@ from torch._inductor.utils import run_and_get_code
 import torchcx
 from torchcx import _inductor_patches
 from torchcx._boundary.report import ACTIVE_REPORTS, CompileReport
+from torchcx.bench.workloads.quantum import apply_gate
 
 
 def compile_and_count(fn, *args):
@@ -275,3 +278,49 @@ def test_kernels_are_shared_out_largest_first(sizes, libraries, expected):
     from torchcx._kernel_batches import shares
 
     assert sorted(shares(sizes, libraries)) == sorted(expected)
+
+
+# -- Note [Large intermediates freed between kernels] ---------------------------------------
+
+
+def _three_gates(state, gate):
+    # gates applied with einsum: one loop each (Note [Small contractions in place])
+    for qubits in ((0,), (5,), (9,)):
+        state = apply_gate(state, gate, qubits)
+    return state
+
+
+def _kernel_calls(code: list[str]) -> list[str]:
+    return re.findall(r"^\s+(cpp_fused\w*)\(", "\n".join(code), flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("free", [True, False], ids=["freed", "one_function"])
+def test_large_intermediates_are_freed_between_kernels(free):
+    # Three gates on a 2^18-amplitude state: planar parts of 1 MiB, each gate a loop of its own.
+    g = torch.Generator().manual_seed(3)
+    state = torch.randn((2,) * 18, dtype=torch.complex64, generator=g)
+    gate = torch.randn(2, 2, dtype=torch.complex64, generator=g)
+    torch._dynamo.reset()
+    with torchcx.config.patch(free_large_intermediates=free), torch._inductor.config.patch(force_disable_caches=True):
+        out, code = run_and_get_code(torchcx.compile(_three_gates), state, gate)
+    wrapper = "\n".join(code)
+    calls = _kernel_calls(code)
+    if free:
+        assert len(calls) >= 3, calls  # a C++ function per large node
+        assert "# reuse" in wrapper  # a dead intermediate's storage serves a later one
+    else:
+        assert len(calls) == 1, calls  # Inductor's one function for the whole chain
+    torch.testing.assert_close(out, _three_gates(state, gate), rtol=1e-4, atol=1e-4)
+
+
+def test_small_graphs_stay_one_function():
+    # Below 1 MiB per node nothing changes: small calls keep their per-call cost (issue #13).
+    g = torch.Generator().manual_seed(4)
+    state = torch.randn((2,) * 10, dtype=torch.complex64, generator=g)
+    gate = torch.randn(2, 2, dtype=torch.complex64, generator=g)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out, code = run_and_get_code(torchcx.compile(_three_gates), state, gate)
+    calls = _kernel_calls(code)
+    assert len(calls) == 1, calls
+    torch.testing.assert_close(out, _three_gates(state, gate), rtol=1e-4, atol=1e-4)

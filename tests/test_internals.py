@@ -119,6 +119,11 @@ MISSING = [
         _kernel_batches.kernels_built_together,
         lambda mp: mp.delattr(_async_compile().AsyncCompile, "cpp_pybinding"),
     ),
+    (
+        "Large intermediates freed between kernels",
+        _inductor_patches._large_intermediates_freed,
+        lambda mp: mp.delattr(_cpp().CppScheduling, "codegen_node"),
+    ),
     ("Interleaved access", _interleaved.interleaved_access, lambda mp: mp.delattr(_cpp(), "stride_at_vec_range")),
     ("Words as pairs", _words.words_as_pairs, lambda mp: mp.setattr(_cpp().CppVecKernel, "get_to_dtype_expr", None)),
     (
@@ -141,6 +146,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(lowering.lowerings),
         dict(vars(_index_propagation().SymPyOps)),
         dict(vars(_async_compile().AsyncCompile)),
+        dict(vars(cpp.CppScheduling)),
     )
     with caplog.at_level("WARNING"):
         for _ in range(2):
@@ -156,6 +162,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(lowering.lowerings),
         dict(vars(_index_propagation().SymPyOps)),
         dict(vars(_async_compile().AsyncCompile)),
+        dict(vars(cpp.CppScheduling)),
     )
     assert after == before  # nothing was patched
 

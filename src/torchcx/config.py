@@ -70,6 +70,13 @@ truncated_spectra: bool = True
 #: Not a compile setting: it changes how the code is built, never the code.
 batch_kernels: bool = True
 
+#: End the C++ function Inductor's CPU backend builds from consecutive nodes after a node
+#: that writes 1 MiB or more, so that the intermediates of a long chain are freed and reused
+#: between kernels instead of all living until the end (Note [Large intermediates freed
+#: between kernels]). Not a compile setting: it changes when buffers are freed, never what
+#: is computed; it is part of the FX graph cache key.
+free_large_intermediates: bool = True
+
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).
 COMPILE_SETTINGS = ("vectorized_bitcast", "interleaved_access", "matmul_strategy", "fft_path", "truncated_spectra")
