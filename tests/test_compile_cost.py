@@ -175,25 +175,31 @@ def _three_kernels(x, w):
     return torch.sin(k).sum(0), k.cos()
 
 
-def compile_and_count_builds(fn, *args, threads):
-    """(outputs, distinct kernels in the generated modules, g++ builds of kernel libraries)."""
+def compile_and_record_builds(fn, *args, threads):
+    """(outputs, distinct kernels in the generated modules, g++ command lines of kernel libraries)."""
     from torch._inductor import cpp_builder
 
     builds = []
     run = cpp_builder._run_compile_cmd
 
-    def counting_run(cmd_line, cwd):
-        builds.extend(arg for arg in cmd_line.split() if arg.endswith(".main.cpp"))
+    def recording_run(cmd_line, cwd):
+        builds.extend(cmd_line for arg in cmd_line.split() if arg.endswith(".main.cpp"))
         return run(cmd_line, cwd)
 
-    cpp_builder._run_compile_cmd = counting_run
+    cpp_builder._run_compile_cmd = recording_run
     try:
         torch._dynamo.reset()
         with torch._inductor.config.patch(force_disable_caches=True, compile_threads=threads):
             out, code = run_and_get_code(torchcx.compile(fn), *args)
     finally:
         cpp_builder._run_compile_cmd = run
-    return out, sum(c.count("async_compile.cpp_pybinding(") for c in code), len(builds)
+    return out, sum(c.count("async_compile.cpp_pybinding(") for c in code), builds
+
+
+def compile_and_count_builds(fn, *args, threads):
+    """(outputs, distinct kernels in the generated modules, g++ builds of kernel libraries)."""
+    out, kernels, builds = compile_and_record_builds(fn, *args, threads=threads)
+    return out, kernels, len(builds)
 
 
 @pytest.mark.parametrize("batch", [True, False], ids=["together", "alone"])
@@ -230,6 +236,30 @@ def test_a_library_that_fails_to_build_falls_back_to_one_per_kernel(monkeypatch,
     assert "building them alone" in caplog.text
     for got, expected in zip(out, _three_kernels(x, w)):
         torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast_linker", "default_linker"])
+def test_libraries_linked_with_the_fastest_working_linker(fast):
+    from torchcx import _kernel_batches
+
+    linker = _kernel_batches._fast_linker()  # ("-fuse-ld=mold|lld|gold",), or () where none links here
+    g = torch.Generator().manual_seed(3)
+    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    with torchcx.config.patch(fast_linker=fast):
+        out, _, builds = compile_and_record_builds(_three_kernels, x, w, threads=1)
+    assert len(builds) == 1
+    used = [arg for arg in builds[0].split() if arg.startswith("-fuse-ld=")]
+    assert used == (list(linker) if fast else [])
+    for got, expected in zip(out, _three_kernels(x, w)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_a_linker_that_does_not_link_is_not_used():
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    from torchcx._kernel_batches import _links
+
+    assert not _links(get_cpp_compiler(), "-fuse-ld=torchcx-no-such-linker")
 
 
 KERNEL = 'extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)\n{\n    out_ptr0[0] = in_ptr0[0];\n}\n'

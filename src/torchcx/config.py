@@ -70,6 +70,12 @@ truncated_spectra: bool = True
 #: Not a compile setting: it changes how the code is built, never the code.
 batch_kernels: bool = True
 
+#: Link those libraries with the fastest linker installed (mold, lld or gold) rather than
+#: the system's default ld.bfd (Note [Kernels built together]): about a third of each C++
+#: build is the link against libtorch. Not a compile setting: it changes how the code is
+#: linked, never the code.
+fast_linker: bool = True
+
 #: End the C++ function Inductor's CPU backend builds from consecutive nodes after a node
 #: that writes 1 MiB or more, so that the intermediates of a long chain are freed and reused
 #: between kernels instead of all living until the end (Note [Large intermediates freed
