@@ -1,4 +1,4 @@
-"""Test configuration: the coverage summary of the OpInfo conformance suites, and their JSON results."""
+"""Test configuration: xdist scheduling and compile threads, the coverage summary of the OpInfo conformance suites, and their JSON results."""
 
 from __future__ import annotations
 
@@ -7,7 +7,43 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
+
+
+def pytest_configure(config):  # noqa: ANN001, ANN201
+    """Under pytest-xdist, one compile thread per worker.
+
+    Each worker already has a core: Inductor's parallel compilation would only add a
+    process pool per worker and split a graph's kernels into more libraries, each a g++
+    run of its own (Note [Kernels built together]). TORCHINDUCTOR_COMPILE_THREADS, if
+    set, wins.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        inductor_config = sys.modules.get("torch._inductor.config")
+        if inductor_config is not None:
+            inductor_config.compile_threads = 1
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
+    """``-n N``'s load scheduling, but a group's tests (``<id>@<group>``: the OpInfo ops
+    compiled together, Note [Ops compiled together] in together.py, and the numerics
+    families) all go to one worker, which compiles the group once."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    from together import GROUP_IN_ID
+
+    class SharedCompilations(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = GROUP_IN_ID.search(nodeid)
+            return group.group(1) if group else nodeid
+
+    return SharedCompilations(config, log)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ANN001, ANN201

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -208,13 +208,17 @@ def run_samples(
     atol: float | None,
     metadata_only: bool = False,
     max_samples: int | None = None,
+    samples: Iterable[Any] | None = None,
 ) -> Outcome:
-    """Run every sample natively and with ``run`` (which applies torchcx), and compare.
+    """Run every sample (the op's, or ``samples``) natively and with ``run`` (which applies
+    torchcx), and compare.
 
     A sample that raises natively must raise through torchcx too (any error).
     """
     outcome = Outcome()
-    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=False)):
+    if samples is None:
+        samples = op.sample_inputs("cpu", dtype, requires_grad=False)
+    for i, sample in enumerate(samples):
         if max_samples is not None and i >= max_samples:
             break
         pristine = clone_inputs((sample.input, sample.args, sample.kwargs))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -42,6 +42,7 @@ from accuracy import check_against_reference, widened
 from compile_harness import record_inductor_graphs
 from expectations import lookup, lookup_autograd
 from opinfo_harness import Outcome, assert_same, complex_ops, conditioning_bound, op_id, record, to_native
+from together import ALONE_HINT, Groups, attributable, split
 from torchcx import ComplexTensor
 from torchcx.explain import _capture
 
@@ -67,6 +68,13 @@ class Sample:
             leaves[i].requires_grad_()
         return leaves, [leaves[i] for i in self.diff]
 
+    def arguments(self, leaves: list[Any], tensors: Sequence[torch.Tensor]) -> tuple[Any, Any, Any]:
+        """(input, args, kwargs) of the sample: ``leaves`` with the differentiable ones replaced by ``tensors``."""
+        filled = list(leaves)
+        for i, t in zip(self.diff, tensors):
+            filled[i] = t
+        return tree_unflatten(filled, self.spec)
+
     def function(self, leaves: list[Any], variant: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """The op (or ``variant`` of it) on ``leaves`` with the differentiable ones replaced by its arguments.
 
@@ -74,14 +82,11 @@ class Sample:
         (e.g. symmetrising the input of eigh) and the sample's
         ``output_process_fn_grad`` (e.g. dropping the sign ambiguity of svd).
         """
-        op, sample, diff, spec = self.op, self.sample, self.diff, self.spec
+        op, sample = self.op, self.sample
         variant = op.get_op() if variant is None else variant
 
         def fn(*tensors: torch.Tensor) -> Any:
-            filled = list(leaves)
-            for i, t in zip(diff, tensors):
-                filled[i] = t
-            inp, args, kwargs = tree_unflatten(filled, spec)
+            inp, args, kwargs = self.arguments(leaves, tensors)
             return sample.output_process_fn_grad(op.gradcheck_wrapper(variant, inp, *args, **kwargs))
 
         return fn
@@ -188,13 +193,16 @@ def compare_gradients(
     rtol: float | None,
     atol: float | None,
     max_samples: int | None,
+    samples: Iterable[SampleInput] | None = None,
 ) -> GradientOutcome:
-    """Differentiate every sample natively and with ``run``, and compare outputs and gradients.
+    """Differentiate every sample (the op's, or ``samples``) natively and with ``run``, and
+    compare outputs and gradients.
 
     A sample whose native forward or backward raises must raise through torchcx too.
     """
     outcome = GradientOutcome()
-    samples = (s for s in op.sample_inputs("cpu", DTYPE, requires_grad=True) if Sample(op, s).diff)
+    if samples is None:
+        samples = (s for s in op.sample_inputs("cpu", DTYPE, requires_grad=True) if Sample(op, s).diff)
     for i, raw in enumerate(samples):
         if max_samples is not None and i >= max_samples:
             break
@@ -265,7 +273,12 @@ def _first_line(e: BaseException, n: int = 1) -> str:
 
 
 def check(
-    op: OpInfo, suite: str, forward_suite: str, run: Callable[[Sample, int], Any], max_samples: int | None
+    op: OpInfo,
+    suite: str,
+    forward_suite: str,
+    run: Callable[[Sample, int], Any],
+    max_samples: int | None,
+    samples: Iterable[SampleInput] | None = None,
 ) -> None:
     forward = lookup(forward_suite, op_id(op), DTYPE)
     if forward.skip or forward.xfail or forward.metadata_only:
@@ -276,7 +289,9 @@ def check(
     if exp.skip:
         record(suite, op, DTYPE, False, f"skipped: {exp.skip}")
         pytest.skip(exp.skip)
-    outcome = compare_gradients(op, run, rtol=exp.rtol, atol=exp.atol, max_samples=max_samples)
+    outcome = compare_gradients(op, run, rtol=exp.rtol, atol=exp.atol, max_samples=max_samples, samples=samples)
+    if samples is not None and outcome.failure is not None:
+        outcome.failure += f" (compiled with its group: {ALONE_HINT})"
     passed = outcome.failure is None
     if outcome.forward_failure is not None:
         record(f"{suite}-forward-fails", op, DTYPE, False, outcome.forward_failure)
@@ -294,8 +309,73 @@ def test_gradients_eager(op):
     check(op, "autograd-eager", "eager", through_complex_tensor, None)
 
 
-@pytest.mark.parametrize("op", OPS, ids=op_id)
+def compile_gradients_together(ops: list[OpInfo]) -> dict[str, tuple[SampleInput, Any, Any]]:
+    """The first differentiable samples of ``ops`` through one torchcx-compiled function, and
+    one backward: op id -> (sample, outputs, gradients), each from the op's own copy of its
+    sample and cotangents (as ``Compiled`` gives them). An op whose sample raises natively
+    is left out."""
+    members = []
+    for op in ops:
+        raw = next((s for s in op.sample_inputs("cpu", DTYPE, requires_grad=True) if Sample(op, s).diff), None)
+        if raw is None:
+            continue
+        sample = Sample(op, raw)
+        leaves, tensors = sample.fresh_leaves(lambda t: t)
+        try:
+            native(sample.function(leaves), tensors, 1000)
+        except Exception:  # noqa: BLE001  (it must raise compiled too: compiled alone)
+            continue
+        members.append((sample, *sample.fresh_leaves(lambda t: t)))
+    counts = [len(tensors) for _, _, tensors in members]
+
+    def every_op(*tensors: torch.Tensor) -> tuple[Any, ...]:
+        outs = []
+        for (sample, leaves, _), piece in zip(members, split(tensors, counts)):
+            inp, args, kwargs = sample.arguments(leaves, piece)
+            outs.append(sample.op.get_op()(inp, *args, **kwargs))
+        return tuple(outs)
+
+    flat = [t for _, _, tensors in members for t in tensors]
+    torch._dynamo.reset()
+    with record_inductor_graphs() as recorder, _capture() as report:
+        raw_outputs = torchcx.compile(every_op)(*flat)
+        outputs = [sample.sample.output_process_fn_grad(out) for (sample, _, _), out in zip(members, raw_outputs)]
+        outs = [differentiable(out) for out in outputs]
+        cots = [c for o in outs for c in cotangents(o, 1000)]  # (each op's, as compare_gradients seeds sample 0)
+        grads = torch.autograd.grad([o for os_ in outs for o in os_], flat, cots, allow_unused=True)
+    attributable(recorder, report, backward=True)
+    return {
+        op_id(sample.op): (sample.sample, out, g)
+        for (sample, _, _), out, g in zip(members, outputs, split(grads, counts))
+    }
+
+
+def groupable(op: OpInfo) -> bool:
+    """Ops whose compiled-gradient test may share its compilation (Note [Ops compiled together]):
+    those with PyTorch's default ``gradcheck_wrapper`` (the test compiles the op only, the
+    wrapper running eagerly around it; grouped, there is none to run), and not skipped or
+    expected to fail, forward or with gradients."""
+    default_wrapper = OpInfo.__dataclass_fields__["gradcheck_wrapper"].default
+    forward = lookup("compiled", op_id(op), DTYPE)
+    exp = lookup_autograd("autograd-compiled", op_id(op), DTYPE)
+    return (
+        not FULL
+        and op.gradcheck_wrapper is default_wrapper
+        and not (forward.skip or forward.xfail or forward.metadata_only or exp.skip or exp.xfail)
+    )
+
+
+GROUPS = Groups("autograd-compiled", OPS, groupable, compile_gradients_together)
+
+
+@pytest.mark.parametrize("op", GROUPS.params(OPS))
 def test_gradients_compiled(op):
+    together = GROUPS.result(op)
+    if together is not None:  # (the group's graphs were real-only and decomposed, forward and backward)
+        sample, outputs, grads = together
+        check(op, "autograd-compiled", "compiled", lambda *_: (outputs, grads), 1, samples=[sample])
+        record("autograd-compiled-real-only", op, DTYPE, True)
+        return
     runner = Compiled()
     check(op, "autograd-compiled", "compiled", runner, None if FULL else 1)
     if "forward" in runner.kinds:

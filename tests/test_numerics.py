@@ -64,6 +64,7 @@ import pytest
 import torch
 
 import torchcx
+from together import in_group
 from torchcx import ComplexTensor
 
 GRID = (
@@ -374,6 +375,13 @@ _IDS = {torch.complex64: "complex64", torch.complex128: "complex128"}
 MODES = ("eager", "compiled")
 
 
+def _modes(family: str) -> list[Any]:
+    """MODES, the compiled tests of a family in one group (together.in_group): they share
+    the family's compilation (``_compiled_family``), which each pytest-xdist worker running
+    one of them would otherwise repeat."""
+    return ["eager", pytest.param("compiled", id=in_group("compiled", f"numerics-{family}"))]
+
+
 def _parity_name(name: str, mode: str) -> str:
     return name if mode == "eager" else f"{name} (compiled)"
 
@@ -392,7 +400,7 @@ def _expect_compiled_difference(request: pytest.FixtureRequest, name: str, dtype
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", _modes("unary"))
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_parity_unary(name: str, dtype: torch.dtype, mode: str, request: pytest.FixtureRequest) -> None:
@@ -404,7 +412,7 @@ def test_parity_unary(name: str, dtype: torch.dtype, mode: str, request: pytest.
     _check_parity(_parity_name(name, mode), dtype, inputs, *results)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", _modes("binary"))
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_parity_binary(name: str, dtype: torch.dtype, mode: str, request: pytest.FixtureRequest) -> None:
@@ -416,7 +424,7 @@ def test_parity_binary(name: str, dtype: torch.dtype, mode: str, request: pytest
     _check_parity(_parity_name(name, mode), dtype, inputs, *results)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", _modes("pow_scalar"))
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 def test_parity_pow_scalar(dtype: torch.dtype, mode: str) -> None:
     # pow(Tensor, Scalar): every number exponent over the grid, concatenated.
