@@ -92,6 +92,10 @@ class Sample:
         return fn
 
 
+#: The seed of sample i's cotangents is FIRST_SEED + i.
+FIRST_SEED = 1000
+
+
 def differentiable(outputs: Any) -> list[torch.Tensor]:
     return [t for t in tree_flatten(outputs)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
 
@@ -207,7 +211,7 @@ def compare_gradients(
         if max_samples is not None and i >= max_samples:
             break
         sample = Sample(op, raw)
-        seed = 1000 + i
+        seed = FIRST_SEED + i
         leaves, tensors = sample.fresh_leaves(lambda t: t)
         try:
             expected, expected_grads = native(sample.function(leaves), tensors, seed)
@@ -322,7 +326,7 @@ def compile_gradients_together(ops: list[OpInfo]) -> dict[str, tuple[SampleInput
         sample = Sample(op, raw)
         leaves, tensors = sample.fresh_leaves(lambda t: t)
         try:
-            native(sample.function(leaves), tensors, 1000)
+            native(sample.function(leaves), tensors, FIRST_SEED)
         except Exception:  # noqa: BLE001  (it must raise compiled too: compiled alone)
             continue
         members.append((sample, *sample.fresh_leaves(lambda t: t)))
@@ -341,7 +345,7 @@ def compile_gradients_together(ops: list[OpInfo]) -> dict[str, tuple[SampleInput
         raw_outputs = torchcx.compile(every_op)(*flat)
         outputs = [sample.sample.output_process_fn_grad(out) for (sample, _, _), out in zip(members, raw_outputs)]
         outs = [differentiable(out) for out in outputs]
-        cots = [c for o in outs for c in cotangents(o, 1000)]  # (each op's, as compare_gradients seeds sample 0)
+        cots = [c for o in outs for c in cotangents(o, FIRST_SEED)]  # (each op's, as for its sample 0)
         grads = torch.autograd.grad([o for os_ in outs for o in os_], flat, cots, allow_unused=True)
     attributable(recorder, report, backward=True)
     return {

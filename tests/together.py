@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 from torch.testing._internal.opinfo.core import OpInfo
 
-from opinfo_harness import family, op_id
+from opinfo_harness import _first_line, family, op_id
 
 #: Ops per group: large enough that the fixed cost of a compilation is shared, small
 #: enough that a group falling back to one-by-one compilation costs little.
@@ -73,7 +73,6 @@ class Groups:
         self.name = name
         self.compile_group = compile_group
         members = [] if ALONE else [op for op in ops if family(op) not in ALONE_FAMILIES and eligible(op)]
-        self.ops = {op_id(op): op for op in members}
         self.index = {op_id(op): i // GROUP_SIZE for i, op in enumerate(members)}
         self.groups: dict[int, list[OpInfo]] = {}
         for op in members:
@@ -100,9 +99,9 @@ class Groups:
         try:
             return self.compile_group(ops)
         except Exception as e:  # noqa: BLE001  (any failure: the ops are compiled alone)
-            why = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
             warnings.warn(
-                f"{self.name} group {k} ({', '.join(op_id(op) for op in ops)}) compiled one op at a time: {why}",
+                f"{self.name} group {k} ({', '.join(op_id(op) for op in ops)}) compiled one op at a time: "
+                f"{type(e).__name__}: {_first_line(e)}",
                 stacklevel=1,
             )
             return {}
