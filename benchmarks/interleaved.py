@@ -1,8 +1,10 @@
-"""Interleaved data in the generated CPU kernels, before and after (Notes [Interleaved access], [Words as pairs]).
+"""Interleaved data in the generated CPU kernels, before and after (Notes [Interleaved access], [Words as pairs],
+[Pairs in lane order]).
 
 Times the programs of issue #13 whose kernels read or write (re, im) pairs, eager and
-torchcx with ``config.interleaved_access`` on and off, interleaved in one process (rounds
-of one sample per mode, the order rotated; the median of the samples), one thread:
+torchcx with ``config.interleaved_access`` on, on with ``config.lane_order`` off, and off,
+interleaved in one process (rounds of one sample per mode, the order rotated; the median of
+the samples), one thread:
 
     python benchmarks/interleaved.py [--sizes 14,18,20] [--rounds 9]
 
@@ -79,8 +81,8 @@ def copy_of(args: tuple) -> Callable[[], None]:
     return copy
 
 
-def compiled(fn: Callable[..., Any], args: tuple, interleaved: bool) -> Callable[..., Any]:
-    with config.patch(interleaved_access=interleaved):
+def compiled(fn: Callable[..., Any], args: tuple, interleaved: bool, lanes: bool = True) -> Callable[..., Any]:
+    with config.patch(interleaved_access=interleaved, lane_order=lanes):
         c = torchcx.compile(fn)
         c(*args)  # compiles with the setting (Note [Settings are part of what was compiled])
     return c
@@ -104,8 +106,8 @@ def main() -> None:
     a = parser.parse_args()
     torch.set_num_threads(1)
     torch._dynamo.config.cache_size_limit = 64
-    print("program | n | eager us | torchcx (interleaved on) | torchcx (off) | copy")
-    print("--- | ---: | ---: | ---: | ---: | ---:")
+    print("program | n | eager us | torchcx | torchcx, lane order off | torchcx, interleaved off | copy")
+    print("--- | ---: | ---: | ---: | ---: | ---: | ---:")
     for name in a.programs.split(","):
         for e in (int(s) for s in a.sizes.split(",")):
             fn, make = PROGRAMS[name](1 << e)
@@ -115,6 +117,7 @@ def main() -> None:
             modes = {
                 "eager": fn,
                 "on": compiled(fn, args, True),
+                "ordered": compiled(fn, args, True, lanes=False),
                 "off": compiled(fn, args, False),
                 "copy": lambda *_, copy=copy: copy(),
             }
@@ -127,7 +130,8 @@ def main() -> None:
             med = {m: statistics.median(v) for m, v in times.items()}
             print(
                 f"{name} | 2^{e} | {med['eager'] * 1e6:.1f} | {med['eager'] / med['on']:.2f}x | "
-                f"{med['eager'] / med['off']:.2f}x | {med['eager'] / med['copy']:.2f}x",
+                f"{med['eager'] / med['ordered']:.2f}x | {med['eager'] / med['off']:.2f}x | "
+                f"{med['eager'] / med['copy']:.2f}x",
                 flush=True,
             )
 

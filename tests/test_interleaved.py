@@ -46,7 +46,7 @@ def rope_args(dtype, t=4, h=2, d=64):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_rotary_embedding_is_vectorized(dtype):
     code = assert_same_as_scalar_code(apply_rotary_emb, *rope_args(dtype))
-    assert "at::vec::deinterleave2" in code and "at::vec::interleave2" in code
+    assert split_in(code) and "interleave2(" in code
     # Inductor's element-at-a-time path for stride-2 vectors is gone, and no float32
     # buffer is written and converted in a kernel of its own (Note [Conversions of packed pairs]).
     assert "tmpbuf" not in code
@@ -64,7 +64,12 @@ def products(z, w):
     return z * w + z.conj()
 
 
-STRIDED_LOAD = "auto d0 = at::vec::deinterleave2("  # (a stride-2 load; words are split by deinterleave2 too)
+# A stride-2 load (words are split by deinterleave2 too), in either order (Note [Pairs in lane order]).
+STRIDED_LOADS = ("auto d0 = at::vec::deinterleave2(", "auto d0 = torchcx_lanes_deinterleave2(")
+
+
+def split_in(code):
+    return "at::vec::deinterleave2(" in code or "torchcx_lanes_deinterleave2(" in code
 
 
 def c128(*shape):
@@ -98,7 +103,7 @@ CASES = {
 def test_pairs_match_eager(case):
     program, make, shuffled = CASES[case]
     code = assert_same_as_scalar_code(program, *make())
-    assert (STRIDED_LOAD in code) == shuffled
+    assert any(load in code for load in STRIDED_LOADS) == shuffled
 
 
 def parts_from_steps(x, w):
@@ -166,6 +171,10 @@ def test_complex64_words_are_shuffled():
     assert "deinterleave2" in kernel and "interleave2" in kernel
     assert "at::vec::convert<int32_t,1,int64_t,2>" not in kernel
     assert "4294967295" not in kernel.split("interleave2(")[-1]  # (the mask is dead code before the join)
+    # Note [Full vector loads]: the main loop loads whole vectors of words, with no count
+    # (ATen's AVX2 int64 loadu with a count goes through a stack buffer).
+    loads = [line for line in kernel.splitlines() if "VectorizedN<int64_t,2>::loadu(" in line]
+    assert loads and not any("), static_cast<int64_t>(" in line for line in loads)
     assert out is got or out.data_ptr() == got.data_ptr()
 
 
@@ -212,3 +221,74 @@ def test_off_on_another_torch(monkeypatch, caplog):
     with caplog.at_level("WARNING"):
         assert not _inductor_patches._written_for_this_torch.__wrapped__()
     assert "written for torch 2.13" in caplog.text
+
+
+# -- Note [Pairs in lane order] ----------------------------------------------------------------
+
+
+def lane_order_here():
+    from torch._inductor import cpu_vec_isa
+
+    return isinstance(cpu_vec_isa.pick_vec_isa(), (cpu_vec_isa.VecAVX2, cpu_vec_isa.VecAVX512))
+
+
+def code_without_lane_order(fn, *args):
+    with config.patch(lane_order=False):
+        return compiled(fn, *args)
+
+
+def planar_times(z, r):
+    return z * r  # r: a real tensor read in natural order beside z's words
+
+
+def times_positions(z):
+    return z * torch.arange(z.shape[-1])  # index values: natural order
+
+
+def modulus_of_product(z, w):
+    return (z * w).abs()  # a real result, stored by Inductor's own store
+
+
+def rotated_sum(z):
+    return (z * 1j).sum(-1)  # a reduction over the vectorized loop
+
+
+LANE_ORDER = {  # name -> (program, inputs)
+    "words updated in place": (update, lambda: (c64(4, 64), c64(64), c64(4, 64))),
+    "words, a tail": (products, lambda: (c64(3, 37), c64(3, 37))),
+    "rotary float32": (apply_rotary_emb, lambda: rope_args(torch.float32)),
+    "rotary bfloat16": (apply_rotary_emb, lambda: rope_args(torch.bfloat16)),
+}
+NATURAL_ORDER = {
+    "words beside a planar tensor": (planar_times, lambda: (c64(4, 64), torch.randn(4, 64))),
+    "words times index values": (times_positions, lambda: (c64(4, 64),)),
+    "a real result": (modulus_of_product, lambda: (c64(4, 64), c64(4, 64))),
+    "a reduction": (rotated_sum, lambda: (c64(4, 64),)),
+}
+
+
+@pytest.mark.parametrize("case", list(LANE_ORDER))
+def test_pairs_in_lane_order(case):
+    # Only pairs along the vectorized loop: the kernel splits and joins them within 128-bit
+    # lanes, and computes bit for bit what it computes with the ordered shuffles.
+    program, make = LANE_ORDER[case]
+    args = make()
+    out, code = compiled(program, *[a.clone() for a in args])
+    ordered, ordered_code = code_without_lane_order(program, *[a.clone() for a in args])
+    torch.testing.assert_close(out, ordered, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(out, program(*[a.clone() for a in args]))
+    assert "torchcx_lanes_deinterleave2(" not in ordered_code
+    assert ("torchcx_lanes_deinterleave2(" in code) == lane_order_here()
+
+
+@pytest.mark.parametrize("case", list(NATURAL_ORDER))
+def test_values_in_natural_order_keep_the_ordered_shuffles(case):
+    # A kernel that combines pair parts with anything read or made in natural order, stores a
+    # part by Inductor's own store or reduces it, must not use lane order: its values would be
+    # permuted. The values are checked against eager; the code, for the ordered shuffles.
+    program, make = NATURAL_ORDER[case]
+    args = make()
+    out, code = compiled(program, *args)
+    torch.testing.assert_close(out, program(*args))
+    assert "at::vec::deinterleave2(" in code
+    assert "torchcx_lanes_deinterleave2(" not in code

@@ -7,7 +7,8 @@ graph's kernels as a few libraries, Note [Kernels built together] in _kernel_bat
 Two concern the bitcasts that unpack complex64 words into float32 parts
 (Note [Interleaved layouts]); one keeps Inductor's code generation linear in the
 size of the graph (Note [Shared subexpressions]); one answers the stride queries of
-linear indices without SymPy's simplify (Note [Strides of linear indices]); one stores broadcast
+linear indices without SymPy's simplify (Note [Strides of linear indices]); one loads
+whole integer vectors directly (Note [Full vector loads]); one stores broadcast
 transcendental values instead of recomputing them (Note [Heavy values computed
 once]). None of these changes what a graph computes. One makes a vectorized
 expm1 as accurate as eager's (Note [Accurate expm1]); the last lets graphs with
@@ -139,6 +140,22 @@ place, found by the differential fuzzer), compilation failed. For a nan operand
 we return ``NotImplemented``, Inductor's own answer for values it cannot
 represent: the op is then computed in the kernel, and propagates the nan.
 
+Note [Full vector loads]
+------------------------
+Inductor's vectorized C++ kernel loads every tile with a count,
+``Vectorized<T>::loadu(ptr, n)``, also in the main loop where ``n`` is the whole
+tile. ATen's AVX2 ``loadu(ptr, count)`` of float and double checks for a whole
+vector and loads it directly; that of int64, int32, int16 and int8 always copies
+``count`` elements into a stack buffer and loads the buffer, so each load waits
+for the copy's stores (a failed store-to-load forward). complex64 crosses
+torchcx's graphs as int64 words (Note [Interleaved layouts]): the in-place
+update ``x.mul_(p); x.add_(y)`` on 2^18 complex64 elements spent 1.3-2 ms in its
+one fused kernel, slower than eager's two passes. While torchcx compiles, a load
+in a kernel's main loop (no tail, no mask) that fills its vectors exactly is
+emitted without the count, ``loadu(ptr)``: the same elements, loaded directly.
+Partial tiles (a tail loop; 16-bit elements beside 32-bit ones, which fill half
+a vector) keep Inductor's line.
+
 Note [Strides of linear indices]
 --------------------------------
 Inductor's CPU backend decides how to tile and vectorize each loop from the
@@ -170,7 +187,8 @@ PR for each (or says that none was found, and what was searched). On another tor
 minor, ``_written_for_this_torch`` warns once, and:
 
 * the two that replace Inductor's generated code for some accesses and match its
-  C++ spelling of others, Notes [Interleaved access] and [Words as pairs], stay off:
+  C++ spelling of others, Notes [Interleaved access] and [Words as pairs] (and with them
+  [Pairs in lane order]), stay off:
   a changed spelling or kernel protocol could make them emit wrong code;
 * the others stay on where the internals they patch exist, because the attribute
   check is the better guard for them: Note [Bitcasts of computed values] is what
@@ -256,10 +274,22 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "view_as_complex rotary embedding vectorization); related: pytorch/pytorch#99966",
         "off",
     ),
+    "Pairs in lane order": (
+        "no upstream issue found (searched: at::vec deinterleave2 avx2 vpermps slow, inductor cpp complex "
+        "interleaved shuffle cost); it exists because of the pair layout of Notes [Interleaved access] and "
+        "[Words as pairs]",
+        "off",
+    ),
     "Words as pairs": (
         "no upstream issue found (searched: inductor cpp int64 to int32 conversion vectorized, "
         "complex64 view as int64); it exists because of torchcx's own word layout",
         "off",
+    ),
+    "Full vector loads": (
+        "no upstream issue found (searched pytorch/pytorch issues and PRs: Vectorized int64 loadu count "
+        "avx2 memcpy tmp_values, inductor cpp int64 load slow); ATen's AVX2 float/double loadu(ptr, count) "
+        "has the whole-vector check, the integer ones do not",
+        "checked",
     ),
     "Strides of linear indices": (
         "no upstream issue found (searched pytorch/pytorch issues: stride_at_vec_range slow, "
@@ -330,6 +360,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_nan_constants_not_compared())
         stack.enter_context(_heavy_values_computed_once())
         stack.enter_context(_strides_of_linear_indices())
+        stack.enter_context(_full_vector_loads())
         if config.free_large_intermediates:
             stack.enter_context(_large_intermediates_freed())
         if config.batch_kernels:
@@ -378,7 +409,7 @@ def _source_hash() -> str:
 def _cache_tag() -> str:
     return (
         f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}"
-        f":interleaved={config.interleaved_access}:shared={_SHARE_SUBEXPRESSIONS}"
+        f":interleaved={config.interleaved_access}:lanes={config.lane_order}:shared={_SHARE_SUBEXPRESSIONS}"
         f":free_large={config.free_large_intermediates}"
     )
 
@@ -565,6 +596,45 @@ def _strides_of_linear_indices() -> Iterator[None]:
         yield
     finally:
         cpp.stride_at_vec_range = original
+
+
+@contextlib.contextmanager
+def _full_vector_loads() -> Iterator[None]:
+    """Note [Full vector loads] (no upstream issue found: ``ADJUSTMENTS``)."""
+    try:
+        from torch._inductor.codegen import cpp
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply("Full vector loads", "torch._inductor.codegen.cpp does not import")
+        yield
+        return
+    kernel = getattr(cpp, "CppVecKernel", None)
+    original = getattr(kernel, "_get_vec_load_line", None)
+    if original is None or not hasattr(kernel, "_get_vec_type"):
+        cannot_apply("Full vector loads", "CppVecKernel._get_vec_load_line or _get_vec_type is missing")
+        yield
+        return
+
+    def _get_vec_load_line(self: Any, var: str, index: Any, dtype: torch.dtype, load_mask: Any = None) -> str:
+        if load_mask is None and dtype != torch.bool and fills_its_vectors(self, dtype):
+            from torch._inductor.codegen.cpp_utils import cexpr_index
+
+            loadbuf = f"{var} + {cexpr_index(index)}" if index != 0 else var
+            return f"{self._get_vec_type(dtype)}::loadu({loadbuf})"
+        return original(self, var, index, dtype, load_mask)
+
+    kernel._get_vec_load_line = for_this_thread(_get_vec_load_line, original)
+    try:
+        yield
+    finally:
+        kernel._get_vec_load_line = original
+
+
+def fills_its_vectors(kernel: Any, dtype: torch.dtype) -> bool:
+    """True where a tile of ``dtype`` in ``kernel``'s main loop (not its tail) is whole vectors."""
+    if getattr(kernel, "tail_size", None) or not isinstance(kernel.tiling_factor, int):
+        return False
+    bits = kernel.tiling_factor * dtype.itemsize * 8
+    return bits % kernel.vec_isa.bit_width() == 0
 
 
 def linear_coefficient(index: Any, var: Any) -> Any:

@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from ._interleaved import expect_marked, join_call, split_call
 from ._patching import cannot_apply, for_this_thread
 
 _TRUNCATE = re.compile(r"(\w+) >> (\w+)")
@@ -135,14 +136,16 @@ def _narrow(kernel: Any, src: Any, n32: int) -> str:
     match = _TRUNCATE.fullmatch(_definition(kernel, src) or "")
     if match and _constant(kernel, match[2]) == 32:
         half, word = "second", match[1]
-    return _tile(
+    expr = _tile(
         "int32_t",
         [
-            f"at::vec::cast<int32_t>(at::vec::deinterleave2(at::vec::cast<float>({word}[{2 * k}]), "
+            f"at::vec::cast<int32_t>({split_call(kernel)}at::vec::cast<float>({word}[{2 * k}]), "
             f"at::vec::cast<float>({word}[{2 * k + 1}])).{half})"
             for k in range(n32)
         ],
     )
+    expect_marked(kernel, expr, "split")  # Note [Pairs in lane order]
+    return expr
 
 
 def _widen(src: Any, n32: int) -> str:
@@ -178,9 +181,11 @@ def _joined_words(kernel: Any, a: Any, b: Any) -> str | None:
         lo, hi = _widened(kernel, masked[1]), _widened(kernel, shifted[1])
         if lo is None or hi is None:
             continue
-        return (
-            f"[&] {{ auto i = at::vec::interleave2(at::vec::cast<float>({lo}), at::vec::cast<float>({hi})); "
+        expr = (
+            f"[&] {{ auto i = {join_call(kernel)}at::vec::cast<float>({lo}), at::vec::cast<float>({hi})); "
             "return at::vec::VectorizedN<int64_t, 2>(at::vec::cast<int64_t>(i.first), "
             "at::vec::cast<int64_t>(i.second)); }()"
         )
+        expect_marked(kernel, expr, "join")  # Note [Pairs in lane order]
+        return expr
     return None

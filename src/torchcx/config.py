@@ -46,6 +46,11 @@ vectorized_bitcast: bool = True
 #: (Note [Interleaved access]).
 interleaved_access: bool = True
 
+#: Split and join (re, im) pairs within 128-bit lanes where a kernel allows it, instead of
+#: keeping elements in order across the vector (Note [Pairs in lane order]): the same bits,
+#: fewer shuffles across lanes. Only with ``interleaved_access``.
+lane_order: bool = True
+
 #: How complex matrix products (mm, bmm, matmul, einsum, linear, ...) are computed
 #: (Note [Complex GEMM strategies]): ``"auto"`` picks per device, dtype and shape by
 #: the rule measured in benchmarks/gemm_strategies.py (Note [GEMM strategy rule]);
@@ -85,7 +90,14 @@ free_large_intermediates: bool = True
 
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).
-COMPILE_SETTINGS = ("vectorized_bitcast", "interleaved_access", "matmul_strategy", "fft_path", "truncated_spectra")
+COMPILE_SETTINGS = (
+    "vectorized_bitcast",
+    "interleaved_access",
+    "lane_order",
+    "matmul_strategy",
+    "fft_path",
+    "truncated_spectra",
+)
 
 _DEFAULTS = {
     name: value
