@@ -27,11 +27,19 @@ def pytest_configure(config):  # noqa: ANN001, ANN201
             inductor_config.compile_threads = 1
 
 
+#: Modules whose tests all go to one xdist worker: a module-scoped fixture that costs minutes
+#: runs once per worker that gets one of the module's tests. test_distributed.py's spawns two
+#: processes that train every scenario: 67 s and 120 s of setup in the two workers of one run
+#: (2026-12-04, slow host), where one worker needs it once.
+ONE_WORKER_MODULES = ("tests/test_distributed.py",)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
     """``-n N``'s load scheduling, but a group's tests (``<id>@<group>``: the OpInfo ops
     compiled together, Note [Ops compiled together] in together.py, and the numerics
-    families) all go to one worker, which compiles the group once."""
+    families) all go to one worker, which compiles the group once; and so do the tests of
+    each of ``ONE_WORKER_MODULES``."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -40,6 +48,9 @@ def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201
 
     class SharedCompilations(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if module in ONE_WORKER_MODULES:
+                return module
             group = GROUP_IN_ID.search(nodeid)
             return group.group(1) if group else nodeid
 
