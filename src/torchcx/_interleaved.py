@@ -49,7 +49,8 @@ in order, which takes shuffles across the halves of a 256-bit register
 (``vpermps``, ``vperm2f128``). On Zen 1 those are several micro-ops each: the
 in-place update ``x.mul_(p); x.add_(y)`` on 2^18 complex64 elements ran its one
 kernel in 620 us, where the same kernel with in-lane shuffles ran in 205 us
-(copy of the same bytes: 120 us). ``_mm256_shuffle_ps(a, b, 0x88)`` and
+(copy of the same bytes: 120 us; C++ timing of the generated code, with a test
+run on the other core). ``_mm256_shuffle_ps(a, b, 0x88)`` and
 ``0xDD`` split pairs within each 128-bit lane, and ``_mm256_unpacklo_ps`` /
 ``unpackhi_ps`` join them back, exactly (the join is the split's inverse):
 the parts come out in the order 0 1 4 5 2 3 6 7 instead of 0..7 (per 128-bit
