@@ -241,7 +241,7 @@ def set_order(var: Any, tag: str) -> None:
 
 
 def conflict(kernel: Any, why: str) -> None:
-    """The kernel cannot be emitted in lane order (the first reason is kept, for tests)."""
+    """The kernel cannot be emitted in lane order (the first reason is kept, to debug a kernel by)."""
     state = _lane_state(kernel)
     if state is not None and state["conflict"] is None:
         state["conflict"] = why
