@@ -302,6 +302,20 @@ def test_inductor_adjustments_take_effect():
     torch.testing.assert_close(out, torch.expm1(x * 2))
 
 
+def test_real_graphs_get_the_adjustments_too():
+    # Note [Real graphs get the adjustments too]: a graph with no complex value (here a real
+    # program; programs on ComplexTensors reach Inductor the same way) is compiled with them.
+    # Inductor's own vectorized expm1 is exp(x) - 1, which is 0 at 1e-30.
+    from torch._inductor.utils import run_and_get_code
+
+    x = torch.full((64,), 1e-30)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        out, codes = run_and_get_code(torchcx.compile(torch.expm1), x)
+    assert ".expm1()" in "\n".join(codes)
+    assert torch.equal(out, torch.expm1(x)) and bool((out > 0).all()), out[:2]
+
+
 # -- nested compile regions (Note [Nested compile regions]) ---------------------------------------
 
 
