@@ -140,6 +140,14 @@ def op_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...], bool]]
                 return _op.op(*a, **_kwargs)
 
             out[f"{name} {'fwd+bwd' if backward else 'fwd'}"] = (fn, args, backward)
+    # Programs on ComplexTensors reach Inductor as real graphs of their parts (Note [Real
+    # graphs get the adjustments too] in torchcx/backend.py).
+    for name in ("asin", "sigmoid"):
+        for parts in (torch.float32, torch.bfloat16):
+            z = torchcx.as_complex_tensor(
+                torch.randn(4, 8, dtype=torch.complex64, generator=torch.Generator().manual_seed(0)), parts
+            )
+            out[f"{name} {str(parts)[6:]} parts fwd"] = (getattr(torch, name), (z,), False)
     return out
 
 
@@ -154,7 +162,7 @@ def unshared_subexpressions() -> Iterator[None]:
         _inductor_patches._SHARE_SUBEXPRESSIONS = saved
 
 
-def main_ops(baseline: bool, repeat: int) -> None:
+def main_ops(baseline: bool, repeat: int, only: str | None = None) -> None:
     # The process's one-time costs (C++ compiler and ISA probes) go here, not to a row.
     torch.compile(lambda a: a.sin() + 1)(torch.randn(8))
     torchcx.compile(lambda a: a * 2)(torch.randn(8, dtype=torch.complex64))
@@ -164,6 +172,8 @@ def main_ops(baseline: bool, repeat: int) -> None:
         head += f" {'torchcx before':>15}"
     print(head + f" {'torchcx':>9} {'ratio':>6}")
     for name, (fn, args, backward) in op_programs().items():
+        if only is not None and only not in name:
+            continue
         row = {"torch.compile_s": compile_seconds(torch.compile, fn, args, repeat, backward)}
         line = f"{name:<20} {row['torch.compile_s']:13.2f}s"
         if baseline:
@@ -180,6 +190,8 @@ def main_ops(baseline: bool, repeat: int) -> None:
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0],  # a shared machine inflates every row
     }
+    if only is not None:
+        return  # (a partial run does not replace the results file)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "compile_time_ops.json")
     with open(path, "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=2)
@@ -190,10 +202,11 @@ def main() -> None:
     parser.add_argument("--ops", action="store_true", help="time single ops (issue #14) instead of programs")
     parser.add_argument("--baseline", action="store_true", help="with --ops: also time without shared subexpressions")
     parser.add_argument("--repeat", type=int, default=None, help="fresh compilations per row (default 3, --ops 1)")
+    parser.add_argument("--only", default=None, help="with --ops: only the rows whose name contains this (not saved)")
     options = parser.parse_args()
     torch._inductor.config.force_disable_caches = True
     if options.ops:
-        main_ops(options.baseline, options.repeat or 1)
+        main_ops(options.baseline, options.repeat or 1, options.only)
         return
     results = {}
     print(f"{'program':<22} {'torch.compile':>14} {'torchcx':>9} {'ratio':>6}")
