@@ -72,6 +72,19 @@ made when its body is emitted, so a conflict found late still applies to the
 code before it). ``torchcx.config.lane_order = False`` keeps the ordered ones
 everywhere. tests/test_interleaved.py checks both outcomes.
 
+Note [Lane order and the tail]
+-----------------------------
+The loop's last, partial vector is a kernel of its own (``tail_size`` set), and
+Inductor writes some of its operations for "the first ``tail_size`` lanes": the
+scalarized ones (``isinf``, ``isnan``, ``signbit`` and every op with no vector
+form store the vector, loop over that many lanes, and load the rest as zeros),
+``frexp``, integer division (its divisor is set to 1 beyond them) and the masks
+of indirect and masked loads. In lane order those lanes are not the first
+elements: sqrt of nan+inf*j gave nan+nan*j at three of the nine positions in the
+tail of 441 elements on AVX-512 (tests/test_numerics.py, Sapphire Rapids), and any
+tail of more than one pair could on AVX2. A tail kernel therefore never uses
+lane order: it is at most one vector a call, so nothing is lost.
+
 No upstream issue was found for the element-at-a-time stride-2 access (searched
 pytorch/pytorch for Inductor C++ stride-2 / non-contiguous loads, deinterleave,
 ``view_as_complex`` rotary embedding vectorization; the nearest is
@@ -202,7 +215,7 @@ def interleaved_access() -> Iterator[None]:
 
 def _lane_state(kernel: Any) -> dict[str, Any] | None:
     """The kernel's lane-order state once it emitted a marked shuffle (None before, or for a
-    kernel that is never emitted in lane order: the 2-D tile kernel, a scalar kernel)."""
+    kernel that is never emitted in lane order: the 2-D tile kernel, a tail, a scalar kernel)."""
     return kernel.__dict__.get(_STATE)
 
 
@@ -211,6 +224,8 @@ def _mark(kernel: Any) -> dict[str, Any] | None:
     from torch._inductor.codegen import cpp
 
     if type(kernel) is not cpp.CppVecKernel:  # (subclasses lay out their vectors otherwise)
+        return None
+    if kernel.tail_size:  # Note [Lane order and the tail]
         return None
     return kernel.__dict__.setdefault(_STATE, {"conflict": None, "pending": None})
 
