@@ -347,7 +347,7 @@ def compile_gradients_together(ops: list[OpInfo]) -> dict[str, tuple[SampleInput
         outs = [differentiable(out) for out in outputs]
         cots = [c for o in outs for c in cotangents(o, FIRST_SEED)]  # (each op's, as for its sample 0)
         grads = torch.autograd.grad([o for os_ in outs for o in os_], flat, cots, allow_unused=True)
-    attributable(recorder, report, backward=True)
+    attributable(recorder, report, backward=True, kernels=False)  # (no kernel names recorded)
     return {
         op_id(sample.op): (sample.sample, out, g)
         for (sample, _, _), out, g in zip(members, outputs, split(grads, counts))
@@ -369,7 +369,7 @@ def groupable(op: OpInfo) -> bool:
     )
 
 
-GROUPS = Groups("autograd-compiled", OPS, groupable, compile_gradients_together)
+GROUPS = Groups("autograd-compiled", OPS, groupable, compile_gradients_together, alone_families=())
 
 
 @pytest.mark.parametrize("op", GROUPS.params(OPS))
