@@ -1,7 +1,7 @@
 // Runs an AOTInductor package from C++ (as AOTInductor's docs show): reads float32
 // inputs from raw files, writes the outputs as raw float32 files.
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include <fstream>
 #include <iostream>
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
       dims.push_back(std::stoll(text.substr(start, end - start)));
       start = end + 1;
     }
-    at::Tensor t = torch::empty(dims, torch::kFloat32);
+    at::Tensor t = at::empty(dims, at::kFloat);
     std::ifstream in(argv[i], std::ios::binary);
     in.read(reinterpret_cast<char*>(t.data_ptr<float>()), t.numel() * sizeof(float));
     inputs.push_back(t);
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   torch::inductor::AOTIModelPackageLoader loader(argv[1]);
   std::vector<at::Tensor> outputs = loader.run(inputs);
   for (size_t k = 0; k < outputs.size(); ++k) {
-    at::Tensor out = outputs[k].contiguous().to(torch::kFloat32);
+    at::Tensor out = outputs[k].contiguous().to(at::kFloat);
     std::ofstream file(std::string(argv[2]) + std::to_string(k) + ".bin", std::ios::binary);
     file.write(reinterpret_cast<const char*>(out.data_ptr<float>()), out.numel() * sizeof(float));
     std::cout << "output " << k << ": " << out.sizes() << "\n";
