@@ -272,6 +272,7 @@ def run_three_ways(
 CHUNK = 8
 
 
+@functools.cache  # (asked once per test case at collection, for its chunk)
 def _family(family: str) -> tuple[list[str], list[Callable[..., Any]]]:
     """The op names of a family (unary, binary, pow_scalar: its exponents) and their functions."""
     if family == "unary":
