@@ -13,13 +13,24 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 
 def pytest_configure(config):  # noqa: ANN001, ANN201
-    """Under pytest-xdist, one compile thread per worker.
+    """AOTAutograd's cache off in the test processes (below), and under pytest-xdist one
+    compile thread per worker.
 
     Each worker already has a core: Inductor's parallel compilation would only add a
     process pool per worker and split a graph's kernels into more libraries, each a g++
     run of its own (Note [Kernels built together]). TORCHINDUCTOR_COMPILE_THREADS, if
     set, wins.
     """
+    # Tests are independent: with AOTAutograd's cache on, a program one test compiled would be
+    # loaded by the next that compiles it, and a test that changes torchcx's tables (a
+    # monkeypatched registry) would run what another compiled. tests/test_compile_cache.py
+    # turns it on in the processes it starts. TORCHCX_TEST_AOT_CACHE=1 leaves it as it is (to
+    # run tests as users compile, backward graphs lowered with the forward; expect failures
+    # of tests that count lowerings or monkeypatch torchcx once another test saved the program).
+    import torch._functorch.config
+
+    if os.environ.get("TORCHCX_TEST_AOT_CACHE") != "1":
+        torch._functorch.config.enable_autograd_cache = False
     if os.environ.get("PYTEST_XDIST_WORKER") and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         inductor_config = sys.modules.get("torch._inductor.config")

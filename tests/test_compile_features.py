@@ -213,11 +213,14 @@ def test_explain_training_step_with_backward():
 def test_inductor_fx_graph_cache_hits():
     # A second compilation of the same program is served by Inductor's FX graph cache
     # (it was bypassed for every torchcx graph while the decomposition table reached the key).
+    # That is the path of graphs with a backward, and of every graph with AOTAutograd's cache
+    # off; with it on, a graph without one is an AOTAutograd entry (tests/test_compile_cache.py).
     from torch._dynamo.utils import counters
     from torch._inductor.utils import fresh_cache
 
     x = cplx(16)
-    with fresh_cache(), torch._inductor.config.patch(fx_graph_cache=True):
+    no_aot_cache = torch._functorch.config.patch(enable_autograd_cache=False)
+    with fresh_cache(), torch._inductor.config.patch(fx_graph_cache=True), no_aot_cache:
         counters.clear()
         for _ in range(2):
             torch._dynamo.reset()

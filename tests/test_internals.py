@@ -242,11 +242,12 @@ def test_complex_warning_is_quieted_while_torchcx_compiles(monkeypatch):
     assert quieted, "Inductor no longer reaches its complex warning while torchcx compiles: the adjustment is moot"
 
 
-def test_torchcx_never_loads_a_stock_aot_autograd_entry():
-    # docs/internals.md, "The AOTAutograd cache": its key does not see torchcx's inner
-    # compiler, so with the cache on, torchcx.compile(f) loaded the entry a stock
-    # torch.compile(f) had saved and lowered nothing (complex ops ran as Inductor's eager
-    # fallbacks). torchcx keeps it off; this fails if it is switched on without a fix.
+def test_torchcx_never_loads_a_stock_aot_autograd_entry(monkeypatch):
+    # docs/internals.md, "The AOTAutograd cache": its key does not see the inner compiler, so
+    # torchcx.compile(f) once loaded the entry a stock torch.compile(f) had saved and lowered
+    # nothing (complex ops ran as Inductor's eager fallbacks). torchcx's identity is in the
+    # key now (Note [torchcx graphs in AOTAutograd's cache]): torchcx misses, lowers, and
+    # saves an entry of its own.
     import warnings
 
     from torch._dynamo.utils import counters
@@ -255,8 +256,11 @@ def test_torchcx_never_loads_a_stock_aot_autograd_entry():
     def f(z):
         return z * z.conj() + torch.exp(z)
 
+    lowered = []
+    retrace = torchcx.backend.retrace
+    monkeypatch.setattr(torchcx.backend, "retrace", lambda *a, **k: lowered.append(1) or retrace(*a, **k))
     x = torch.randn(16, dtype=torch.complex64)
-    with fresh_cache(), warnings.catch_warnings():
+    with fresh_cache(), warnings.catch_warnings(), torch._functorch.config.patch(enable_autograd_cache=True):
         warnings.simplefilter("ignore")
         counters.clear()
         torch._dynamo.reset()
@@ -266,5 +270,6 @@ def test_torchcx_never_loads_a_stock_aot_autograd_entry():
         torch._dynamo.reset()
         out = torchcx.compile(f)(x)
         assert counters["aot_autograd"]["autograd_cache_hit"] == 0
-        assert counters["inductor"]["fxgraph_cache_miss"] + counters["inductor"]["fxgraph_cache_hit"] == 1
+        assert counters["aot_autograd"]["autograd_cache_saved"] == 1
+        assert lowered == [1]
     torch.testing.assert_close(out, f(x))

@@ -634,3 +634,8 @@ def truncated_spectra(gm: fx.GraphModule, rewrites: list[str] | None = None) -> 
     if rewrites is not None:
         rewrites.extend(described)
     return _recompiled(gm, len(described))
+
+
+#: The functions these passes put in Dynamo's graphs, which AOTAutograd's cache must be told
+#: are safe to key on (Note [torchcx graphs in AOTAutograd's cache], backend.py).
+DYNAMO_GRAPH_FUNCTIONS = (einsum_small_in_place, truncated_rfft2, truncated_irfft2)

@@ -46,8 +46,11 @@ was 0).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+import hashlib
+import pathlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -111,19 +114,13 @@ def torchcx_backend(
     inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict, settings=settings)
     # (the settings take effect in _lower_and_compile, AOTAutograd's complex-space tracing
     # here running no torchcx op; truncated_spectra alone rewrites Dynamo's graph, below)
-    # AOTAutograd's cache stays off for torchcx (docs/internals.md, "The AOTAutograd cache"):
-    # it saves an entry only for compiled functions with an FX graph cache key, which
-    # torchcx's boundary (BoundaryRuntime) has not, so it never hits for torchcx's graphs;
-    # and its key does not see torchcx's inner compiler, so with it on, an entry that a stock
-    # torch.compile of the same function saved was loaded instead and nothing was lowered
-    # (tests/test_internals.py::test_torchcx_never_loads_a_stock_aot_autograd_entry).
     restore_addcdiv(gm)  # Note [Dynamo's addcdiv]
     rewrites: list[str] = []
     small_contractions_in_place(gm, rewrites)  # Note [Small contractions in place]
     if settings["truncated_spectra"]:
         truncated_spectra(gm, rewrites)  # Note [Truncated spectra]
     record_rewrites(rewrites)
-    with torch._functorch.config.patch(enable_autograd_cache=False), quiet_complex_warning():
+    with _aot_cache(example_inputs, settings, inner.keywords["strict"], patches), quiet_complex_warning():
         return compile_fx(
             gm,
             example_inputs,
@@ -131,6 +128,109 @@ def torchcx_backend(
             config_patches=patches or None,
             decompositions=_complex_space_decompositions(),
         )
+
+
+# Note [torchcx graphs in AOTAutograd's cache]
+# ---------------------------------------------
+# Inductor's FX graph cache alone leaves most of a second process's compile in place:
+# Dynamo, AOTAutograd's tracing and torchcx's lowering run again before Inductor finds the
+# real graph it compiled (quantum, 30 gates: 10.6 s of 11.1 s from a warm Inductor cache).
+# AOTAutograd's own cache skips all but Dynamo; torchcx uses it, with these adjustments.
+#
+# * Bundled entries. AOTAutograd's default entry holds the FX graph cache key of the
+#   compiled forward and backward and reloads them by it, which would return the bare real
+#   graph without torchcx's boundary around it. Its bundled entry
+#   (``bundled_autograd_cache``) pickles the compiled objects themselves: BoundaryRuntime
+#   and RealGraphRuntime are ``OutputCode``s that pickle their Inductor graph and what of
+#   the boundary a call needs, and reload the graph's code in ``post_compile``. Nothing is
+#   saved where the flag is off (a runtime has no FX graph cache key), so no entry can
+#   ever be loaded without its boundary.
+# * The key. AOTAutograd keys an entry on Dynamo's graph, the inputs and the configs, not on
+#   the inner compiler: a stock torch.compile of the same function saved an entry that
+#   torchcx then loaded, unlowered. ``_aot_cache`` adds torchcx's identity to
+#   ``torch.compiler.config.cache_key_tag``, which is part of the key: its version, a hash
+#   of its source, every torchcx setting and ``strict``. The functions torchcx's passes put
+#   in Dynamo's graph (``einsum_small_in_place``, the truncated transforms) and the
+#   subclasses' constructors (a program that builds a ComplexTensor) are marked cacheable,
+#   keyed by the same identity (Inductor's ``unsafe_marked_cacheable_functions``): without
+#   them AOTAutograd bypasses its cache.
+# * Graphs without a backward only. AOTAutograd saves a training graph's entry when its
+#   backward is compiled, at the first ``backward()``, outside torchcx's compile and so
+#   without the bundled flag: nothing would be saved, and with the flag on Inductor's FX
+#   graph cache is not used either (compile_fx skips it for bundled entries), so the
+#   forward would be compiled afresh in every process. Lowering the backward with the
+#   forward (``force_non_lazy_backward_lowering``) makes the entry, but compiles the
+#   backward with donated buffers, and ``backward(retain_graph=True)`` then raises
+#   (tests/test_autograd_cases.py::test_retain_graph). So a graph AOTAutograd will
+#   differentiate (grad mode on, an input that requires grad: AOTAutograd's own test)
+#   is compiled as before, AOTAutograd's cache off: its forward and backward are lowered
+#   again in each process and found in Inductor's FX graph cache.
+#
+# Off where AOTAutograd's cache is (``torch._functorch.config.enable_autograd_cache``,
+# ``TORCHINDUCTOR_AUTOGRAD_CACHE=0``, ``torch.compiler.config.force_disable_caches``) or
+# Inductor's FX graph cache is. The extern-kernel warnings a graph gave when lowered are
+# given again when it is loaded; ``torchcx.explain`` compiles with the cache off, so that
+# it reports a lowering it saw. tests/test_compile_cache.py checks, in new processes, that
+# a second process loads instead of lowering, with eager's values and aliasing, and that a
+# training step is lowered again, with eager's gradients.
+
+
+@contextlib.contextmanager
+def _aot_cache(
+    example_inputs: Sequence[Any], settings: dict[str, Any], strict: bool, inductor_patches: dict[str, Any]
+) -> Iterator[None]:
+    """Note [torchcx graphs in AOTAutograd's cache] for one compilation: torchcx's identity in
+    the key, its functions marked cacheable (in ``inductor_patches``, compile_fx's), bundled
+    entries. Nothing where the cache is off, or for a graph AOTAutograd will differentiate."""
+    from torch._functorch._aot_autograd.autograd_cache import should_use_local_autograd_cache
+    from torch._inductor.utils import should_use_remote_fx_graph_cache
+
+    fx_cache = torch._inductor.config.fx_graph_cache or should_use_remote_fx_graph_cache()
+    if not (should_use_local_autograd_cache() and fx_cache):
+        yield
+        return
+    # (AOTAutograd's own test for a graph with a backward)
+    if torch.is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in example_inputs):
+        # the cache off, as it was for every graph: its key would not tell torchcx's entries
+        # from a stock compile's (below)
+        with torch._functorch.config.patch(enable_autograd_cache=False):
+            yield
+        return
+    from ._graph_passes import DYNAMO_GRAPH_FUNCTIONS
+    from .tensor import RealView
+
+    identity = hashlib.sha256(
+        repr((_source_hash(), sorted(settings.items()), strict, sorted(config.all_settings().items()))).encode()
+    ).hexdigest()
+    # the subclasses' constructors are in the graph of a program that builds them
+    in_graphs = (*DYNAMO_GRAPH_FUNCTIONS, ComplexTensor, RealView)
+    inductor_patches["unsafe_marked_cacheable_functions"] = {
+        **torch._inductor.config.unsafe_marked_cacheable_functions,
+        **{f"{f.__module__}.{f.__name__}": identity for f in in_graphs},
+    }
+    tag = f"{torch.compiler.config.cache_key_tag}|torchcx-{identity}"
+    with (
+        torch.compiler.config.patch(cache_key_tag=tag),
+        torch._functorch.config.patch(bundled_autograd_cache=True),
+    ):
+        yield
+
+
+@functools.cache
+def _source_hash() -> str:
+    """torchcx's version and a hash of its source (an edited install compiles afresh)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("torchcx")
+    except PackageNotFoundError:
+        ours = "unknown"
+    digest = hashlib.sha256(ours.encode())
+    root = pathlib.Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 #: Inductor decompositions that torchcx's tables replace in complex space: ``add``
@@ -289,10 +389,12 @@ def _lower_and_compile_now(
     with torch._guards.TracingContext.report_output_strides() as real_strides:
         with inductor_patches():
             compiled = compile_fx_inner(real.gm, real.example_inputs, **kwargs)
+    strides = None
     if outer_strides is not None and real_strides is not None:
         # AOTAutograd reads the strides of the *complex* outputs: translate ours.
-        outer_strides.extend(complex_output_strides(spec, real_strides))
-    return BoundaryRuntime(compiled, spec)
+        strides = complex_output_strides(spec, real_strides)
+        outer_strides.extend(strides)
+    return BoundaryRuntime(compiled, spec, real.fallback_warnings, strides)
 
 
 def _input_outputs(kind: str) -> dict[int, int | None] | None:

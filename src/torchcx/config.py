@@ -153,6 +153,12 @@ def compile_settings() -> dict[str, Any]:
     return {name: getattr(module, name) for name in COMPILE_SETTINGS}
 
 
+def all_settings() -> dict[str, Any]:
+    """The current value of every setting (this thread's patched ones included)."""
+    module = sys.modules[__name__]
+    return {name: getattr(module, name) for name in _DEFAULTS}
+
+
 @contextlib.contextmanager
 def flush_subnormals() -> Iterator[None]:
     """Flush subnormal floats to zero in the calling thread for the block (opt-in; XLA's CPU semantics).

@@ -165,7 +165,9 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     report.dynamo_graphs = dynamo.graph_count
     report.graph_breaks = [_break_reason(b) for b in dynamo.break_reasons]
     torch._dynamo.reset()
-    compiled = compile(fn)
+    # a graph loaded from AOTAutograd's cache is not lowered, so there would be nothing to report
+    no_aot_cache = torch._functorch.config.patch(enable_autograd_cache=False)
+    compiled = no_aot_cache(compile(fn))
     call_args, call_kwargs = copy.deepcopy((args, kwargs))
     # Dynamo's explain lists no frame it skipped (a graph break in a loop skips the whole
     # frame): its messages are in the "unimplemented" counter, read around this first call.

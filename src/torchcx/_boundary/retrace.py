@@ -25,7 +25,7 @@ from ..ops import dispatch, entry_for
 from ..ops._registry import OpEntry, describe_args
 from ..ops.extern import call_extern
 from ..tensor import ComplexTensor, RealView
-from .spec import BoundarySpec, complex_dtype_of, fetch_attr, has_complex, is_conj, view_root
+from .spec import BoundarySpec, InputSpec, complex_dtype_of, fetch_attr, has_complex, is_conj, view_root
 
 
 @dataclass
@@ -37,6 +37,8 @@ class RealGraph:
     example_inputs: list[Any]
     lowered: dict[str, OpEntry] = field(default_factory=dict)  # complex op -> how it was computed
     fallbacks: list[str] = field(default_factory=list)  # ops run as their native kernel
+    #: (op, the warning it gave), one per op in ``fallbacks``
+    fallback_warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 def retrace(
@@ -56,7 +58,7 @@ def retrace(
     from torch._inductor.decomposition import select_decomp_table
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    real_inputs = real_example_inputs(spec, example_inputs)
+    real_inputs = real_example_inputs(spec.inputs, example_inputs)
     fake_mode = detect_fake_mode(real_inputs)
     retracer = _Retracer(gm, spec, strict=strict, inline_regions=inline_regions)
     with fake_mode if fake_mode is not None else contextlib.nullcontext(), _lowering.lowering():
@@ -65,13 +67,16 @@ def retrace(
         real_gm = make_fx(_functionalized(retracer.run), decomposition_table=table)(*real_inputs, *constants)
     real_gm.graph.eliminate_dead_code()
     real_gm.recompile()
-    return RealGraph(real_gm, [*real_inputs, *constants], retracer.lowered, retracer.fallbacks)
+    return RealGraph(
+        real_gm, [*real_inputs, *constants], retracer.lowered, retracer.fallbacks, list(retracer.warnings.items())
+    )
 
 
-def real_example_inputs(spec: BoundarySpec, example_inputs: Sequence[Any]) -> list[Any]:
-    """The real graph's example inputs (the graph's own; the constants follow them)."""
+def real_example_inputs(inputs: Sequence[InputSpec], example_inputs: Sequence[Any]) -> list[Any]:
+    """The real graph's example inputs (the graph's own; the constants follow them), from
+    how each input crosses (``BoundarySpec.inputs``)."""
     reals = []
-    for value, input_spec in zip(example_inputs, spec.inputs):
+    for value, input_spec in zip(example_inputs, inputs):
         if input_spec.complex_dtype is None:
             reals.append(value)
         elif input_spec.pairs_of is not None:
@@ -88,6 +93,7 @@ class _Retracer:
         self.gm, self.spec, self.strict, self.inline_regions = gm, spec, strict, inline_regions
         self.lowered: dict[str, OpEntry] = {}
         self.fallbacks: list[str] = []
+        self.warnings: dict[str, str] = {}  # op -> the warning it gave
         # nested compile region identifier -> its real lowering (Note [Nested compile regions])
         self.regions: dict[str, fx.GraphModule] = {}
 
@@ -199,7 +205,9 @@ class _Retracer:
                 raise NotImplementedError(
                     f"torchcx (strict): cannot decompose {target} with arguments ({describe_args(args, kwargs)}): {e}"
                 ) from e
-            _warn_fallback(target, args, kwargs)
+            op = str(target)
+            self.warnings.setdefault(op, _fallback_warning(target, args, kwargs))
+            warn_fallback(op, self.warnings[op])
             self.fallbacks.append(name)
             return call_extern(target, tuple(args), dict(kwargs))
 
@@ -353,17 +361,21 @@ def _touches_complex_values(x: Any) -> bool:
 _WARNED: set[str] = set()
 
 
-def _warn_fallback(target: OpOverload, args: Any, kwargs: Any) -> None:
-    name = str(target)
-    if name in _WARNED:
-        return
-    _WARNED.add(name)
-    warnings.warn(
-        f"torchcx: no complex decomposition for {name} ({describe_args(args, kwargs)}); "
+def _fallback_warning(target: OpOverload, args: Any, kwargs: Any) -> str:
+    return (
+        f"torchcx: no complex decomposition for {target} ({describe_args(args, kwargs)}); "
         "it runs as PyTorch's native complex kernel inside the compiled graph. "
-        "Pass strict=True to make this an error.",
-        stacklevel=2,
+        "Pass strict=True to make this an error."
     )
+
+
+def warn_fallback(op: str, message: str) -> None:
+    """Warn that ``op`` runs as its native kernel, once per op and process (also when a graph
+    that runs it is loaded from AOTAutograd's cache)."""
+    if op in _WARNED:
+        return
+    _WARNED.add(op)
+    warnings.warn(message, stacklevel=3)
 
 
 def _is_placeholder(node: Any) -> bool:

@@ -5,40 +5,156 @@ on the actual tensors so that they alias exactly as in eager."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import copy
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
+from torch._inductor.output_code import OutputCode
 
 from .. import _layout
-from .spec import BoundarySpec
+from .spec import BoundarySpec, InputSpec
 
 
-class BoundaryRuntime:
-    """``compiled`` (the real graph's Inductor callable) with the boundary ``spec`` around it."""
+class _TorchcxOutputCode(OutputCode):
+    """What the two runtimes share: an Inductor ``CompiledFxGraph`` (``compiled``) behind
+    torchcx's call, saved whole in AOTAutograd's cache and loaded from it (Note [torchcx graphs
+    in AOTAutograd's cache], in backend.py).
 
-    def __init__(self, compiled: Callable[..., Any], spec: BoundarySpec) -> None:
+    ``prepare_for_serialization`` and ``post_compile`` are the ``OutputCode`` protocol the
+    bundled cache entry calls: before pickling, and after loading in a new process. Fields
+    derived from the pickled ones (per-call shortcuts, bound methods) are rebuilt by
+    ``_derive``.
+    """
+
+    compiled: Any
+    #: (op, warning) for each op that runs as its native kernel: a graph loaded from the
+    #: cache warns as the compilation did (Note [Extern kernels])
+    fallback_warnings: list[tuple[str, str]]
+
+    def __init__(self, compiled: Any, fallback_warnings: Sequence[tuple[str, str]] = ()) -> None:
+        self.compiled = compiled
+        self.fallback_warnings = list(fallback_warnings)
+        self._derive()
+
+    def _derive(self) -> None:
         # An instance attribute: AOTAutograd wraps the backward in torch._dynamo.disable,
         # whose functools.wraps copies the instance's __dict__, not class attributes;
         # without it the wrapper is called unboxed (with a warning on every backward).
         self._boxed_call = True
-        self.compiled = compiled
-        self.spec = spec
+
+    #: The attributes pickled (the others are rebuilt by ``_derive``).
+    _SAVED: tuple[str, ...] = ("compiled", "fallback_warnings")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k in self._SAVED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        self._derive()
+
+    # OutputCode is a dataclass, whose __eq__ compares its fields (and so makes instances
+    # unhashable): two compiled graphs are the same only if they are the same object.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def prepare_for_serialization(self) -> None:
+        # called on a shallow copy (BundledOutputCodeLoadable.pre_save): the graph in use keeps
+        # its callable
+        self.compiled = copy.copy(self.compiled)
+        self.compiled.prepare_for_serialization()
+
+    def post_compile(self, example_inputs: Sequence[Any], constants: Any, graph_kwargs: Any) -> None:
+        from torch._inductor.codecache import FxGraphCache
+
+        from .._inductor_patches import inductor_patches
+        from .retrace import warn_fallback
+
+        # Reloading the graph's module builds (or finds on disk) its kernels: as the compile
+        # built them (Note [Kernels built together]), so the libraries it left are found.
+        with inductor_patches():
+            graph, _ = FxGraphCache.cache_hit_post_compile(self.compiled, {}, constants)
+        if graph is None:
+            raise RuntimeError("torchcx: the code of a graph loaded from AOTAutograd's cache could not be reloaded")
+        self.compiled = graph
+        self._post_compile_graph(example_inputs, constants, graph_kwargs)
+        for op, message in self.fallback_warnings:
+            warn_fallback(op, message)
+
+    def _post_compile_graph(self, example_inputs: Sequence[Any], constants: Any, graph_kwargs: Any) -> None:
+        self.compiled.post_compile(example_inputs, constants, graph_kwargs)
+
+
+class BoundaryRuntime(_TorchcxOutputCode):
+    """``compiled`` (the real graph's Inductor callable) with the boundary around it: what of
+    the ``BoundarySpec`` a call needs, which (unlike the spec, made of the graph's nodes)
+    pickles."""
+
+    _SAVED = (
+        *_TorchcxOutputCode._SAVED,
+        "inputs",
+        "constants",
+        "mutated",
+        "output_slot",
+        "output_dtypes",
+        "output_conj",
+        "alias_replay",
+        "replayed",
+        "repeats",
+        "base_sources",
+        "output_strides",
+    )
+
+    def __init__(
+        self,
+        compiled: Any,
+        spec: BoundarySpec,
+        fallback_warnings: Sequence[tuple[str, str]] = (),
+        output_strides: list[Any] | None = None,
+    ) -> None:
+        self.inputs: list[InputSpec] = list(spec.inputs)
+        self.constants = list(spec.constants)
+        self.mutated = spec.mutated
+        self.output_slot = dict(spec.output_slot)
+        self.output_dtypes = list(spec.output_dtypes)
+        self.output_conj = list(spec.output_conj)
+        self.alias_replay = spec.alias_replay
+        self.replayed = spec.replayed
+        self.repeats = dict(spec.repeats)
+        self.base_sources = list(spec.base_sources)
+        #: the complex outputs' strides, as reported to AOTAutograd when compiled (None where
+        #: symbolic: AOTAutograd's traced strides), reported again when loaded from the cache
+        self.output_strides = [
+            s if s is None or all(isinstance(v, int) for v in s) else None for s in output_strides or []
+        ]
+        super().__init__(compiled, fallback_warnings)
+
+    def _derive(self) -> None:
+        super()._derive()
         # Per call, only what varies is looked at (small graphs run in microseconds, and
         # this wrapper is on every call): the complex inputs and how each crosses, and the
         # replay graph's generated code, called without nn.Module's call machinery.
-        self._complex_inputs = [(i, s.conj) for i, s in enumerate(spec.inputs) if s.complex_dtype is not None]
-        self._real_inputs = [i for i, s in enumerate(spec.inputs) if s.complex_dtype is None]
+        self._complex_inputs = [(i, s.conj) for i, s in enumerate(self.inputs) if s.complex_dtype is not None]
+        self._real_inputs = [i for i, s in enumerate(self.inputs) if s.complex_dtype is None]
         self._outputs = [
-            (spec.output_slot[i], dtype, spec.output_conj[i]) for i, dtype in enumerate(spec.output_dtypes)
+            (self.output_slot[i], dtype, self.output_conj[i]) for i, dtype in enumerate(self.output_dtypes)
         ]
-        self._replay = spec.alias_replay.forward if spec.alias_replay is not None else None
-        self._replayed = spec.replayed
-        self._repeats = list(spec.repeats.items())
+        self._replay = self.alias_replay.forward if self.alias_replay is not None else None
+        self._repeats = list(self.repeats.items())
+
+    def _post_compile_graph(self, example_inputs: Sequence[Any], constants: Any, graph_kwargs: Any) -> None:
+        from .retrace import real_example_inputs
+
+        context = torch._guards.TracingContext.try_get()
+        # The real graph reports its outputs' strides; AOTAutograd reads the complex ones.
+        with torch._guards.TracingContext.report_output_strides():
+            real_inputs = [*real_example_inputs(self.inputs, example_inputs), *self.constants]
+            self.compiled.post_compile(real_inputs, constants, graph_kwargs)
+        if context is not None and context.output_strides is not None:
+            context.output_strides.extend(self.output_strides)
 
     def __call__(self, *call_args: Any) -> Any:
-        spec = self.spec
         # Boxed (one list, which we clear to free inputs early) or, from some of
         # AOTAutograd's backward paths, unboxed.
         boxed = len(call_args) == 1 and isinstance(call_args[0], list)
@@ -56,9 +172,9 @@ class BoundaryRuntime:
                 # Inductor's stride assertion).
                 value = _with_conj_bit(value, conj)
             real_args[i] = _layout.to_real(value.conj() if conj else value)
-        written_back = _resolve_negations(args, real_args, self._real_inputs, spec.mutated)
+        written_back = _resolve_negations(args, real_args, self._real_inputs, self.mutated)
         args.clear()
-        real_outs = self.compiled([*real_args, *spec.constants] if spec.constants else real_args)
+        real_outs = self.compiled([*real_args, *self.constants] if self.constants else real_args)
         for value, resolved in written_back:
             value.copy_(resolved)
         results: list[Any] = [
@@ -67,26 +183,27 @@ class BoundaryRuntime:
         if originals is not None:
             bases = [
                 results[where] if kind == "output" else _from_real(real_outs[where], dtype, conj)
-                for (kind, where), dtype, conj in spec.base_sources
+                for (kind, where), dtype, conj in self.base_sources
             ]
-            for i, value in zip(self._replayed, self._replay(*originals, *bases)):
+            for i, value in zip(self.replayed, self._replay(*originals, *bases)):
                 results[i] = value
         for i, first in self._repeats:
             results[i] = results[first]  # the very tensor, as in eager
         return results
 
 
-class RealGraphRuntime:
+class RealGraphRuntime(_TorchcxOutputCode):
     """A graph with no complex value, compiled by Inductor as it is, called with its negated
     inputs resolved (``_resolve_negations``): ``b.imag`` of a conj input reaches the graph after
     a graph break as a real tensor with a negation bit, and Inductor read its memory, not the
     bit (``sigmoid(b.imag)`` came out as ``sigmoid(-b.imag)``; fuzzing run I, seed 21017; stock
     torch.compile does the same)."""
 
-    def __init__(self, compiled: Callable[..., Any], mutated: frozenset[int]) -> None:
-        self._boxed_call = True  # (as BoundaryRuntime's)
-        self.compiled = compiled
+    _SAVED = (*_TorchcxOutputCode._SAVED, "mutated")
+
+    def __init__(self, compiled: Any, mutated: frozenset[int]) -> None:
         self.mutated = mutated
+        super().__init__(compiled)
 
     def __call__(self, *call_args: Any) -> Any:
         boxed = len(call_args) == 1 and isinstance(call_args[0], list)
