@@ -76,7 +76,7 @@ def limits_line(results: Results) -> str:
 
 def text_table(results: Results) -> str:
     """The table printed at the end of a run."""
-    header = ("mode", "ms", "vs eager", "max rel err", "compile s", "Inductor cache", "% of bound", "status")
+    header = ("mode", "ms", "vs eager", "max rel err", "compile s", "compile cache", "% of bound", "status")
     widths = (16, 9, 9, 11, 9, 14, 10, 0)
     fmt = "  ".join(f"{{:{'<' if i in (0, 5, 7) else '>'}{w}}}" if w else "{}" for i, w in enumerate(widths))
     lines = [machine_line(results), limits_line(results), ""]
@@ -124,7 +124,7 @@ def markdown(results: Results) -> str:
     lines += [
         "",
         _md_row(
-            ["workload", "mode", "ms", "vs eager", "max rel err", "compile s", "Inductor cache", "% of bound", "status"]
+            ["workload", "mode", "ms", "vs eager", "max rel err", "compile s", "compile cache", "% of bound", "status"]
         ),
         _md_row(["---", "---", "---:", "---:", "---:", "---:", "---", "---:", "---"]),
     ]

@@ -19,7 +19,8 @@ For each workload (``torch._dynamo.reset()`` between workloads):
    compile (an optimizer step recompiles once its state exists), so a mode's
    compile time is the sum over its first call and warm-up calls of each
    call's excess over the steady-state time. Caches are as they are; the
-   results say whether Inductor's FX graph cache hit or missed.
+   results say whether the compile caches (AOTAutograd's, Inductor's FX graph
+   cache) hit or missed.
 4. **Interleaved timing.** Rounds of one timed sample per mode, the order
    rotated each round so that no mode always runs after the same one; a
    sample is enough back-to-back calls to last ``min_sample_s`` (each call
@@ -87,7 +88,7 @@ class ModeResult:
     speedup: float | None = None  # eager's time over this mode's
     max_rel_err: float | None = None
     compile_s: float | None = None
-    inductor_cache: str | None = None  # "warm", "cold", "h hit, m miss" or "bypassed"
+    inductor_cache: str | None = None  # the compile caches: "warm", "cold", "h hit, m miss" or "bypassed"
     graph_breaks: int | None = None
     fraction_of_bound: float | None = None
     warnings: list[str] = field(default_factory=list)
@@ -188,10 +189,12 @@ def relative_error(got: Sequence[Tensor], expected: Sequence[Tensor]) -> float:
     return worst
 
 
-def _inductor_cache_state(counters: dict[str, int]) -> str | None:
-    hits = counters.get("fxgraph_cache_hit", 0)
-    misses = counters.get("fxgraph_cache_miss", 0)
-    bypasses = counters.get("fxgraph_cache_bypass", 0)
+def _cache_state(inductor: dict[str, int], aot_autograd: dict[str, int]) -> str | None:
+    """What the compile caches did for a mode's first calls: AOTAutograd's (whose bundled
+    entries, torchcx's, leave Inductor's FX graph cache unused) and Inductor's."""
+    hits = inductor.get("fxgraph_cache_hit", 0) + aot_autograd.get("autograd_cache_hit", 0)
+    misses = inductor.get("fxgraph_cache_miss", 0) + aot_autograd.get("autograd_cache_miss", 0)
+    bypasses = inductor.get("fxgraph_cache_bypass", 0) + aot_autograd.get("autograd_cache_bypass", 0)
     if hits + misses + bypasses == 0:
         return None
     if bypasses and not hits and not misses:
@@ -230,7 +233,7 @@ def _start(
             return ModeResult(status="error", message=describe_error(e)), None, None
     result.warnings = sorted({first_line(str(w.message)) for w in caught})
     if mode in COMPILED and mode != modes.JAX:
-        result.inductor_cache = _inductor_cache_state(counters["inductor"])
+        result.inductor_cache = _cache_state(counters["inductor"], counters["aot_autograd"])
         result.graph_breaks = sum(counters["graph_break"].values())
     if reference is not None:
         result.max_rel_err = relative_error(observed, reference)
@@ -335,7 +338,7 @@ def _describe_start(r: ModeResult) -> str:
         return f"{r.status}: {r.message}"
     parts = [f"first call {r.first_calls_s[0]:.2f} s"]
     if r.inductor_cache:
-        parts.append(f"Inductor cache {r.inductor_cache}")
+        parts.append(f"compile cache {r.inductor_cache}")
     if r.graph_breaks:
         parts.append(f"{r.graph_breaks} graph breaks")
     if r.max_rel_err is not None:
