@@ -154,17 +154,20 @@ def torchcx_backend(
 #   subclasses' constructors (a program that builds a ComplexTensor) are marked cacheable,
 #   keyed by the same identity (Inductor's ``unsafe_marked_cacheable_functions``): without
 #   them AOTAutograd bypasses its cache.
-# * Graphs without a backward only. AOTAutograd saves a training graph's entry when its
-#   backward is compiled, at the first ``backward()``, outside torchcx's compile and so
-#   without the bundled flag: nothing would be saved, and with the flag on Inductor's FX
-#   graph cache is not used either (compile_fx skips it for bundled entries), so the
-#   forward would be compiled afresh in every process. Lowering the backward with the
-#   forward (``force_non_lazy_backward_lowering``) makes the entry, but compiles the
-#   backward with donated buffers, and ``backward(retain_graph=True)`` then raises
-#   (tests/test_autograd_cases.py::test_retain_graph). So a graph AOTAutograd will
-#   differentiate (grad mode on, an input that requires grad: AOTAutograd's own test)
-#   is compiled as before, AOTAutograd's cache off: its forward and backward are lowered
-#   again in each process and found in Inductor's FX graph cache.
+# * Training graphs. AOTAutograd saves their entry when it compiles the backward, at the
+#   first ``backward()``, outside torchcx's compile and so without the bundled flag:
+#   nothing was saved. ``_bundle_lazy_backward`` registers Dynamo compile callbacks that
+#   turn the flag on while a torchcx compilation's backward is compiled and its entry
+#   saved (the ``LAZY_BACKWARD`` trigger, with the compile id ``_aot_cache`` recorded). The
+#   flag is process-wide for those seconds: a compile in another thread meanwhile makes a
+#   bundled entry too, which torch supports for its own graphs. Lowering the backward with
+#   the forward (``force_non_lazy_backward_lowering``) would also make the entry, but
+#   compiles it with donated buffers, and ``backward(retain_graph=True)`` then raises
+#   (tests/test_autograd_cases.py::test_retain_graph failed with it).
+# * Inductor's FX graph cache kept. With the bundled flag on, compile_fx skips the FX graph
+#   cache; torchcx's inner compile turns the flag off around ``compile_fx_inner``, so a
+#   program whose entry is missing (a forward never differentiated saves none) still finds
+#   its real graphs there.
 #
 # Off where AOTAutograd's cache is (``torch._functorch.config.enable_autograd_cache``,
 # ``TORCHINDUCTOR_AUTOGRAD_CACHE=0``, ``torch.compiler.config.force_disable_caches``) or
@@ -189,13 +192,6 @@ def _aot_cache(
     if not (should_use_local_autograd_cache() and fx_cache):
         yield
         return
-    # (AOTAutograd's own test for a graph with a backward)
-    if torch.is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in example_inputs):
-        # the cache off, as it was for every graph: its key would not tell torchcx's entries
-        # from a stock compile's (below)
-        with torch._functorch.config.patch(enable_autograd_cache=False):
-            yield
-        return
     from ._graph_passes import DYNAMO_GRAPH_FUNCTIONS
     from .tensor import RealView
 
@@ -208,12 +204,51 @@ def _aot_cache(
         **torch._inductor.config.unsafe_marked_cacheable_functions,
         **{f"{f.__module__}.{f.__name__}": identity for f in in_graphs},
     }
+    # (AOTAutograd's own test for a graph with a backward)
+    if torch.is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in example_inputs):
+        compile_id = torch._guards.CompileContext.current_compile_id()
+        if compile_id is not None:
+            _bundle_lazy_backward(str(compile_id))
     tag = f"{torch.compiler.config.cache_key_tag}|torchcx-{identity}"
     with (
         torch.compiler.config.patch(cache_key_tag=tag),
         torch._functorch.config.patch(bundled_autograd_cache=True),
     ):
         yield
+
+
+#: Dynamo compile ids of torchcx's compilations whose backward AOTAutograd compiles at the
+#: first ``backward()`` and then saves the cache entry (``_lazy_backward_started``).
+_LAZY_BACKWARDS: set[str] = set()
+_BUNDLING: list[tuple[str, Any]] = []  # (compile id, its patch) while such a backward compiles
+
+
+def _lazy_backward_started(args: Any) -> None:
+    """A Dynamo compile callback: the bundled flag on while AOTAutograd compiles the backward
+    of a torchcx compilation and saves its entry (Note [torchcx graphs in AOTAutograd's cache])."""
+    from torch._dynamo.callback import CallbackTrigger
+
+    if args.callback_trigger is CallbackTrigger.LAZY_BACKWARD and args.compile_id in _LAZY_BACKWARDS:
+        patch = torch._functorch.config.patch(bundled_autograd_cache=True)
+        patch.__enter__()
+        _BUNDLING.append((args.compile_id, patch))
+
+
+def _lazy_backward_ended(args: Any) -> None:
+    if _BUNDLING and _BUNDLING[-1][0] == args.compile_id:
+        _LAZY_BACKWARDS.discard(args.compile_id)
+        _BUNDLING.pop()[1].__exit__(None, None, None)
+
+
+def _bundle_lazy_backward(compile_id: str) -> None:
+    """Bundle the entry of the compilation ``compile_id`` when its backward is compiled."""
+    from torch._dynamo.callback import callback_handler
+
+    _LAZY_BACKWARDS.add(compile_id)
+    # (torch._dynamo.reset() clears the callbacks)
+    if _lazy_backward_started not in callback_handler.start_callbacks:
+        callback_handler.register_start_callback(_lazy_backward_started)
+        callback_handler.register_end_callback(_lazy_backward_ended)
 
 
 @functools.cache
@@ -368,7 +403,7 @@ def _lower_and_compile_now(
         # bfloat16 parts, which AOTAutograd traced into their parts through torchcx's op
         # tables), or a real subgraph; Note [Real graphs get the adjustments too].
         record(real_graph_report(kind, example_inputs))
-        with inductor_patches():
+        with inductor_patches(), _fx_graph_cache_kept():
             compiled = compile_fx_inner(gm, example_inputs, **kwargs)
         return RealGraphRuntime(compiled, written_inputs(gm))
 
@@ -387,7 +422,7 @@ def _lower_and_compile_now(
     outer = torch._guards.TracingContext.try_get()
     outer_strides = outer.output_strides if outer is not None else None
     with torch._guards.TracingContext.report_output_strides() as real_strides:
-        with inductor_patches():
+        with inductor_patches(), _fx_graph_cache_kept():
             compiled = compile_fx_inner(real.gm, real.example_inputs, **kwargs)
     strides = None
     if outer_strides is not None and real_strides is not None:
@@ -395,6 +430,12 @@ def _lower_and_compile_now(
         strides = complex_output_strides(spec, real_strides)
         outer_strides.extend(strides)
     return BoundaryRuntime(compiled, spec, real.fallback_warnings, strides)
+
+
+def _fx_graph_cache_kept() -> Any:
+    """Inductor's FX graph cache for the real graph, which compile_fx skips while AOTAutograd
+    bundles its entry (Note [torchcx graphs in AOTAutograd's cache])."""
+    return torch._functorch.config.patch(bundled_autograd_cache=False)
 
 
 def _input_outputs(kind: str) -> dict[int, int | None] | None:

@@ -149,6 +149,10 @@ class BoundaryRuntime(_TorchcxOutputCode):
         context = torch._guards.TracingContext.try_get()
         # The real graph reports its outputs' strides; AOTAutograd reads the complex ones.
         with torch._guards.TracingContext.report_output_strides():
+            if graph_kwargs.get("is_backward"):
+                # given the forward's arguments, as AOTAutograd gives a stock backward
+                self.compiled.post_compile(example_inputs, constants, graph_kwargs)
+                return
             real_inputs = [*real_example_inputs(self.inputs, example_inputs), *self.constants]
             self.compiled.post_compile(real_inputs, constants, graph_kwargs)
         if context is not None and context.output_strides is not None:
