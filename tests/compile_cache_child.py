@@ -86,6 +86,19 @@ def main(out: str, salt: float) -> None:
     def gate(state: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
         return torch.einsum("ij,ajb->aib", g, state) * salt  # Note [Small contractions in place]
 
+    def step(w: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        # backward() inside the compiled function (a graph break): the backward compiles while
+        # Dynamo is active, which once deadlocked torchcx's compile callbacks
+        loss = loss_of(w, a)
+        loss.backward()
+        return loss.detach()
+
+    before = lowered
+    w2 = w_eager.detach().clone().requires_grad_()
+    torchcx.compile(step)(w2, a)
+    results["backward_inside"] = {"grad": bool(torch.allclose(w2.grad, w_eager.grad, rtol=1e-4, atol=1e-5))}
+    lowered_by("backward_inside", before)
+
     before = lowered
     state, g = cplx(4, 2, 8, seed=6), cplx(2, 2, seed=7)
     results["small_contraction"] = {"values": bool(torch.allclose(torchcx.compile(gate)(state, g), gate(state, g)))}

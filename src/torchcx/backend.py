@@ -223,6 +223,10 @@ _LAZY_BACKWARDS: set[str] = set()
 _BUNDLING: list[tuple[str, Any]] = []  # (compile id, its patch) while such a backward compiles
 
 
+# The callbacks run under the callback handler's lock, and a backward can start inside a
+# compiled function (``loss.backward()`` after a graph break), whose frames Dynamo compiles:
+# it compiled this callback too, and waited for that lock (a deadlock). Dynamo skips them.
+@torch._dynamo.disable
 def _lazy_backward_started(args: Any) -> None:
     """A Dynamo compile callback: the bundled flag on while AOTAutograd compiles the backward
     of a torchcx compilation and saves its entry (Note [torchcx graphs in AOTAutograd's cache])."""
@@ -234,6 +238,7 @@ def _lazy_backward_started(args: Any) -> None:
         _BUNDLING.append((args.compile_id, patch))
 
 
+@torch._dynamo.disable
 def _lazy_backward_ended(args: Any) -> None:
     if _BUNDLING and _BUNDLING[-1][0] == args.compile_id:
         _LAZY_BACKWARDS.discard(args.compile_id)
@@ -403,7 +408,7 @@ def _lower_and_compile_now(
         # bfloat16 parts, which AOTAutograd traced into their parts through torchcx's op
         # tables), or a real subgraph; Note [Real graphs get the adjustments too].
         record(real_graph_report(kind, example_inputs))
-        with inductor_patches(), _fx_graph_cache_kept():
+        with inductor_patches(), _fx_graph_cache_kept(gm):
             compiled = compile_fx_inner(gm, example_inputs, **kwargs)
         return RealGraphRuntime(compiled, written_inputs(gm))
 
@@ -422,7 +427,7 @@ def _lower_and_compile_now(
     outer = torch._guards.TracingContext.try_get()
     outer_strides = outer.output_strides if outer is not None else None
     with torch._guards.TracingContext.report_output_strides() as real_strides:
-        with inductor_patches(), _fx_graph_cache_kept():
+        with inductor_patches(), _fx_graph_cache_kept(real.gm):
             compiled = compile_fx_inner(real.gm, real.example_inputs, **kwargs)
     strides = None
     if outer_strides is not None and real_strides is not None:
@@ -432,9 +437,13 @@ def _lower_and_compile_now(
     return BoundaryRuntime(compiled, spec, real.fallback_warnings, strides)
 
 
-def _fx_graph_cache_kept() -> Any:
-    """Inductor's FX graph cache for the real graph, which compile_fx skips while AOTAutograd
-    bundles its entry (Note [torchcx graphs in AOTAutograd's cache])."""
+def _fx_graph_cache_kept(gm: fx.GraphModule) -> Any:
+    """Inductor's FX graph cache for the real graph ``gm``, which compile_fx skips while
+    AOTAutograd bundles its entry (Note [torchcx graphs in AOTAutograd's cache]). Not for a
+    graph that calls nothing: without the flag compile_fx_inner returns its Python code,
+    which a bundled entry cannot pickle (nor is there anything to cache)."""
+    if not any("call" in n.op for n in gm.graph.nodes):  # (compile_fx_inner's count_calls)
+        return contextlib.nullcontext()
     return torch._functorch.config.patch(bundled_autograd_cache=False)
 
 
