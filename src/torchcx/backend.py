@@ -184,7 +184,8 @@ def _aot_cache(
 ) -> Iterator[None]:
     """Note [torchcx graphs in AOTAutograd's cache] for one compilation: torchcx's identity in
     the key, its functions marked cacheable (in ``inductor_patches``, compile_fx's), bundled
-    entries. Nothing where the cache is off, or for a graph AOTAutograd will differentiate."""
+    entries (for a graph AOTAutograd will differentiate, also when its backward is compiled).
+    Nothing where the cache is off."""
     from torch._functorch._aot_autograd.autograd_cache import should_use_local_autograd_cache
     from torch._inductor.utils import should_use_remote_fx_graph_cache
 
