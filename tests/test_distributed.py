@@ -240,6 +240,9 @@ def _checkpoint_resume(part: torch.dtype | None, directory: str) -> bool:
 
 
 def _worker(rank: int, port: int, out: str) -> None:
+    # As in the test processes (conftest.py): every scenario lowers its graphs and reports them
+    # (test_compiled_graphs_are_real_only), none loads another's from AOTAutograd's cache.
+    torch._functorch.config.enable_autograd_cache = False
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
     try:
         results: dict[str, Any] = {}
