@@ -206,7 +206,8 @@ class _Retracer:
                     f"torchcx (strict): cannot decompose {target} with arguments ({describe_args(args, kwargs)}): {e}"
                 ) from e
             op = str(target)
-            self.warnings.setdefault(op, _fallback_warning(target, args, kwargs))
+            if op not in self.warnings:  # (the message describes the arguments: built once per op)
+                self.warnings[op] = _fallback_warning(target, args, kwargs)
             warn_fallback(op, self.warnings[op])
             self.fallbacks.append(name)
             return call_extern(target, tuple(args), dict(kwargs))
