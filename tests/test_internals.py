@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,12 @@ def _async_compile():
     return async_compile
 
 
+def _cpu_vec_isa():
+    from torch._inductor import cpu_vec_isa
+
+    return cpu_vec_isa
+
+
 def _index_propagation():
     from torch._inductor import index_propagation
 
@@ -124,6 +131,11 @@ MISSING = [
         _inductor_patches._large_intermediates_freed,
         lambda mp: mp.delattr(_cpp().CppScheduling, "codegen_node"),
     ),
+    (
+        "The ISA probe remembered",
+        _inductor_patches._isa_probe_remembered,
+        lambda mp: mp.delattr(_cpu_vec_isa().VecISA, "_probe_load"),
+    ),
     ("Interleaved access", _interleaved.interleaved_access, lambda mp: mp.delattr(_cpp(), "stride_at_vec_range")),
     ("Words as pairs", _words.words_as_pairs, lambda mp: mp.setattr(_cpp().CppVecKernel, "get_to_dtype_expr", None)),
     (
@@ -147,6 +159,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(_index_propagation().SymPyOps)),
         dict(vars(_async_compile().AsyncCompile)),
         dict(vars(cpp.CppScheduling)),
+        dict(vars(_cpu_vec_isa().VecISA)),
     )
     with caplog.at_level("WARNING"):
         for _ in range(2):
@@ -163,6 +176,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(_index_propagation().SymPyOps)),
         dict(vars(_async_compile().AsyncCompile)),
         dict(vars(cpp.CppScheduling)),
+        dict(vars(_cpu_vec_isa().VecISA)),
     )
     assert after == before  # nothing was patched
 
@@ -198,6 +212,52 @@ def test_on_another_torch_the_shuffles_stay_off_and_say_so(monkeypatch, caplog, 
     message = warnings[0].getMessage()
     assert "are off" in message
     assert all(f"[{name}]" in message for name in ("Interleaved access", "Words as pairs", "Pairs in lane order"))
+
+
+@pytest.mark.skipif(
+    not (sys.platform == "linux" and _cpu_vec_isa().pick_vec_isa()), reason="Inductor probes vector ISAs on Linux"
+)
+def test_the_isa_probe_is_remembered(tmp_path, monkeypatch):
+    # Note [The ISA probe remembered]: Inductor's dlopen probe of an ISA test library runs in
+    # a new Python process; while torchcx compiles, it runs once per library (and whenever
+    # the library changes), and its success is read back from the stamp beside it.
+    cpu_vec_isa = _cpu_vec_isa()
+    isa = cpu_vec_isa.pick_vec_isa()
+    libraries = []
+    with monkeypatch.context() as m:  # build Inductor's test library (cached) and learn its path
+        m.setattr(cpu_vec_isa.VecISA, "_probe_load", lambda self, path: libraries.append(path) or True)
+        assert isa.check_build(cpu_vec_isa.VecISA._avx_code)
+    built = Path(libraries[0])
+    library = tmp_path / "isa.so"
+    library.write_bytes(built.read_bytes())
+    broken = tmp_path / "broken.so"
+    broken.write_bytes(b"not a library")
+    probes = []
+    real_run = cpu_vec_isa.subprocess.run
+
+    def counted(*args, **kwargs):
+        probes.append(args[0][-1])
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(cpu_vec_isa.subprocess, "run", counted)
+
+    def probe(path):
+        before = len(probes)
+        loaded = isa._probe_load(str(path))
+        return loaded, len(probes) - before
+
+    assert probe(library) == (True, 1)  # outside torchcx's compilations: Inductor's probe, no stamp
+    assert not (tmp_path / "isa.so.torchcx-probe").exists()
+    with _inductor_patches.inductor_patches():
+        assert probe(library) == (True, 1)  # the first probe runs, and leaves its stamp
+        assert (tmp_path / "isa.so.torchcx-probe").exists()
+        assert probe(library) == (True, 0)  # remembered
+        library.write_bytes(built.read_bytes() + b"\0")  # another library at the same path
+        assert probe(library) == (True, 1)
+        assert probe(library) == (True, 0)
+        assert probe(broken) == (False, 1)  # a failure is never remembered
+        assert probe(broken) == (False, 1)
+    assert probe(library) == (True, 1)  # the patch ends with torchcx's compilation
 
 
 def test_bitcasts_of_computed_values_take_effect(monkeypatch):

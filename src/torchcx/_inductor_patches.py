@@ -11,8 +11,10 @@ linear indices without SymPy's simplify (Note [Strides of linear indices]); one 
 whole integer vectors directly (Note [Full vector loads]); one stores broadcast
 transcendental values instead of recomputing them (Note [Heavy values computed
 once]). None of these changes what a graph computes. One makes a vectorized
-expm1 as accurate as eager's (Note [Accurate expm1]); the last lets graphs with
-nan constants compile (Note [Nan constants in index propagation]).
+expm1 as accurate as eager's (Note [Accurate expm1]); one skips Inductor's ISA probe
+where it already succeeded for the same files (Note [The ISA probe remembered]); the
+last lets graphs with nan constants compile (Note [Nan constants in index
+propagation]).
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -179,6 +181,23 @@ they read) to ``torch.compiler.config.cache_key_tag`` for the compilation, so a
 graph compiled without them (by default ``torch.compile``, or an older torchcx)
 is never loaded in their place.
 
+Note [The ISA probe remembered]
+-------------------------------
+Before it compiles or loads a C++ kernel, every process checks which vector ISAs work
+(``cpu_vec_isa.valid_vec_isa_list``): for each ISA the CPU reports, it builds a test
+library (cached on disk since pytorch/pytorch#100378, "ISA dry compile will cost about
+1 sec time each startup time") and then ``dlopen``s it in a new Python process
+(``VecISA._probe_load``), which loads libtorch_cpu. On the 2-core Xeon that is four
+probes (AMX, VNNI, AVX-512, AVX2), 2.1-2.3 s in every new process: most of a torchcx
+program's load from the caches (docs/performance.md). While torchcx compiles, a
+successful probe leaves a stamp beside the test library, and a later probe of the same
+library returns True without the process when the stamp matches: the library (its path
+is Inductor's hash of the code, the compiler's version, the ISA flags and torch's
+version; its size and mtime), libtorch_cpu's size and mtime, the Python executable and
+the CPU's flags. Anything else, and a failed probe, runs Inductor's probe again. The
+answer is the one the probe gave for the same files on the same CPU; the time saved is
+the probe's processes, nothing else.
+
 Note [Adjustments and torch versions]
 -------------------------------------
 Every adjustment was written against torch 2.13's Inductor (``WRITTEN_FOR``) and
@@ -218,6 +237,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -253,6 +274,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
     ),
     "Shared subexpressions": ("pytorch/pytorch#148073", "checked"),
     "Accurate expm1": ("pytorch/pytorch#189803, fixed by pytorch/pytorch#190533 (after 2.13)", "checked"),
+    "The ISA probe remembered": (
+        "pytorch/pytorch#100378 (the ISA check's startup cost; upstream caches the test build, the dlopen "
+        "probe still runs in every process); no issue found for the probe itself (searched: inductor VecISA "
+        "dlopen probe subprocess startup time, check_build _probe_load)",
+        "checked",
+    ),
     "Nan constants in index propagation": (
         "no upstream issue found (searched pytorch/pytorch issues: index_propagation Max nan "
         "'is not comparable', inductor nan constant maximum)",
@@ -357,6 +384,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_pointwise_bitcasts())
         stack.enter_context(_shared_subexpressions())
         stack.enter_context(_accurate_expm1())
+        stack.enter_context(_isa_probe_remembered())
         stack.enter_context(_nan_constants_not_compared())
         stack.enter_context(_heavy_values_computed_once())
         stack.enter_context(_strides_of_linear_indices())
@@ -536,6 +564,66 @@ def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
     Works around pytorch/pytorch#189803 (fixed upstream by #190533, after torch 2.13).
     """
     return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()", "Accurate expm1")
+
+
+def _probe_stamp(library: str) -> str | None:
+    """What a successful ISA probe of ``library`` depended on (Note [The ISA probe remembered])."""
+    from torch._inductor import cpu_vec_isa
+
+    try:
+        torch_lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+        lib, tlib = os.stat(library), os.stat(torch_lib)
+    except OSError:
+        return None
+    flags = sorted(cpu_vec_isa.x86_isa_checker()) if hasattr(cpu_vec_isa, "x86_isa_checker") else []
+    return "\n".join(
+        [
+            "torchcx ISA probe 1",
+            torch.__version__,
+            f"{library} {lib.st_size} {lib.st_mtime_ns}",
+            f"{torch_lib} {tlib.st_size} {tlib.st_mtime_ns}",
+            sys.executable,
+            " ".join(flags),
+        ]
+    )
+
+
+@contextlib.contextmanager
+def _isa_probe_remembered() -> Iterator[None]:
+    """Note [The ISA probe remembered] (upstream: ``ADJUSTMENTS``)."""
+    try:
+        from torch._inductor import cpu_vec_isa
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply("The ISA probe remembered", "torch._inductor.cpu_vec_isa does not import")
+        yield
+        return
+    original = cpu_vec_isa.VecISA.__dict__.get("_probe_load")
+    if original is None or sys.platform != "linux":
+        if original is None:
+            cannot_apply("The ISA probe remembered", "cpu_vec_isa.VecISA._probe_load is missing")
+        yield
+        return
+
+    def probe_load(self: Any, output_path: str) -> bool:
+        stamp, stamp_path = _probe_stamp(output_path), Path(f"{output_path}.torchcx-probe")
+        try:
+            if stamp is not None and stamp_path.read_text() == stamp:
+                return True
+        except (OSError, UnicodeDecodeError):
+            pass
+        loaded = bool(original(self, output_path))
+        if loaded and stamp is not None:
+            with contextlib.suppress(OSError):  # a read-only cache: probe again next time
+                scratch = stamp_path.with_name(f"{stamp_path.name}.{os.getpid()}")
+                scratch.write_text(stamp)
+                os.replace(scratch, stamp_path)
+        return loaded
+
+    cpu_vec_isa.VecISA._probe_load = for_this_thread(probe_load, original)
+    try:
+        yield
+    finally:
+        cpu_vec_isa.VecISA._probe_load = original
 
 
 @contextlib.contextmanager
