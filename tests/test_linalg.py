@@ -856,6 +856,9 @@ def test_small_contraction_values_and_gradients(name: str) -> None:
     assert _small_contraction(equation, operands) is not None  # the rewrite applies
 
     def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        # the large operand computed in the graph: the rewrite applies at any stride (a graph
+        # input read in short blocks keeps eager's decomposition: the test below)
+        a, b = (a, b * 2) if small_first else (a * 2, b)
         return torch.einsum(equation, a, b) * (1 + 2j)
 
     torch._dynamo.reset()
@@ -872,6 +875,29 @@ def test_small_contraction_values_and_gradients(name: str) -> None:
     (torchcx.compile(fn)(*compiled_inputs) * weight).real.sum().backward()
     for e, c in zip(eager_inputs, compiled_inputs):
         torch.testing.assert_close(c.grad, e.grad)
+
+
+@pytest.mark.parametrize("qubit", range(6))
+def test_small_contraction_of_an_input_read_in_short_blocks(qubit: int) -> None:
+    # Note [Small contractions in place]: a gate on a graph input whose summed axis has a
+    # stride of 2 to 15 elements keeps eager's decomposition (a bmm); a stride of 1 or of 16
+    # and more, or a state the graph computed, is rewritten.
+    letters = "abcdef"
+    out = letters.replace(letters[qubit], "g")
+    equation = f"g{letters[qubit]},{letters}->{out}"
+    gate, state = rand(2, 2), rand(*(2,) * 6, seed=1)  # strides 32, 16, 8, 4, 2, 1
+    for computed in (False, True):
+
+        def fn(g: torch.Tensor, s: torch.Tensor, computed: bool = computed) -> torch.Tensor:
+            return torch.einsum(equation, g, s * 2 if computed else s)
+
+        torch._dynamo.reset()
+        with _capture() as report:
+            got = torchcx.compile(fn)(gate, state)
+        torch.testing.assert_close(got, fn(gate, state))
+        lowered = {op for g in report.graphs for op in g.lowered}
+        rewritten = computed or state.stride(qubit) == 1 or state.stride(qubit) >= 16
+        assert ("aten.bmm.default" not in lowered) == rewritten, (qubit, computed, lowered)
 
 
 NOT_SMALL_CONTRACTIONS = {

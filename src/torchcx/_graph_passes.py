@@ -80,6 +80,15 @@ a 9-gate circuit compiled 4-5x slower cold than in the bmm form, for run
 times within 10% of it; the 30-gate benchmark ran 2.6x faster (both measured
 in docs/performance.md, "Quantum gates in the state's layout").
 
+One case is left to eager's decomposition: a large operand that is (a view of) a graph
+input, read in blocks of 2 to 15 contiguous elements per summed index (a gate on one of
+the last four qubits but the last: the stride of its innermost summed axis). The kernel
+then reads the input's complex64 words a few at a time, and a single gate on qubit 14,
+15 or 16 of 18 took 7-60 ms against eager's 0.8-1.4 ms (the bmm form: 1.0-1.9 ms). A
+stride of 1 (the last qubit: pairs, Note [Interleaved access]) or of 16 and more (whole
+vectors) is fast, and so is any stride when the operand is a value the graph computed
+(planar parts): such a gate inside a circuit runs at the speed of the others.
+
 Note [Truncated spectra]
 ------------------------
 A Fourier neural operator's spectral convolution transforms its input with
@@ -311,6 +320,30 @@ def einsum_small_in_place(equation: str, *operands: Any) -> Tensor:
     return result.permute([have.index(c) for c in out])
 
 
+#: Note [Small contractions in place]: the block lengths (2 to 15 elements) at which reading a
+#: graph input's complex64 words is slow.
+_SHORT_BLOCKS = range(2, 16)
+
+#: Dynamo-graph calls that return a view of their first argument.
+_VIEWS = frozenset(("view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "unflatten"))
+
+
+def _reads_input_in_short_blocks(found: tuple[Tensor, str, Tensor, str, str], operands: Any, values: Any) -> bool:
+    """Whether the large operand is (a view of) a graph input read in short contiguous blocks
+    (Note [Small contractions in place]): then eager's decomposition is kept."""
+    _, ss, big, sb, _ = found
+    strides = [big.stride(i) for i, c in enumerate(sb) if c in ss]
+    if not strides or not all(isinstance(n, int) for n in strides) or min(strides) not in _SHORT_BLOCKS:
+        return False
+    node = operands[next(i for i, v in enumerate(values) if v is big)]
+    while isinstance(node, fx.Node) and node.op != "placeholder":
+        name = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
+        if name not in _VIEWS or not node.args:
+            return False
+        node = node.args[0]
+    return isinstance(node, fx.Node)
+
+
 def small_contractions_in_place(gm: fx.GraphModule, rewrites: list[str] | None = None) -> int:
     """Note [Small contractions in place] on Dynamo's graph; returns how many einsums were replaced
     (and describes each in ``rewrites``, for ``torchcx.explain``)."""
@@ -322,7 +355,8 @@ def small_contractions_in_place(gm: fx.GraphModule, rewrites: list[str] | None =
         if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
             operands = list(operands[0])  # einsum(eq, [a, b])
         values = tuple(o.meta.get("example_value") if isinstance(o, fx.Node) else o for o in operands)
-        if isinstance(equation, str) and _small_contraction(equation, values) is not None:
+        found = _small_contraction(equation, values) if isinstance(equation, str) else None
+        if found is not None and not _reads_input_in_short_blocks(found, operands, values):
             node.target = einsum_small_in_place
             node.args = (equation, *operands)
             replaced += 1
