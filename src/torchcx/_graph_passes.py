@@ -325,7 +325,7 @@ def einsum_small_in_place(equation: str, *operands: Any) -> Tensor:
 _SHORT_BLOCKS = range(2, 16)
 
 #: Dynamo-graph calls that return a view of their first argument.
-_VIEWS = frozenset(("view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "unflatten"))
+_DYNAMO_VIEWS = frozenset(("view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "unflatten"))
 
 
 def _reads_input_in_short_blocks(found: tuple[Tensor, str, Tensor, str, str], operands: Any, values: Any) -> bool:
@@ -338,7 +338,7 @@ def _reads_input_in_short_blocks(found: tuple[Tensor, str, Tensor, str, str], op
     node = operands[next(i for i, v in enumerate(values) if v is big)]
     while isinstance(node, fx.Node) and node.op != "placeholder":
         name = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
-        if name not in _VIEWS or not node.args:
+        if name not in _DYNAMO_VIEWS or not node.args:
             return False
         node = node.args[0]
     return isinstance(node, fx.Node)
