@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -317,6 +318,73 @@ def test_real_graphs_get_the_adjustments_too():
         out, codes = run_and_get_code(torchcx.compile(torch.expm1), x)
     assert ".expm1()" in "\n".join(codes)
     assert torch.equal(out, torch.expm1(x)) and bool((out > 0).all()), out[:2]
+
+
+# -- Note [Exponentials of imaginary numbers] (src/torchcx/_graph_passes.py) ----------------------
+
+_EDGE = [0.0, -0.0, 1.0, -2.5, 1e30, -1e30, 1e-30, math.inf, -math.inf, math.nan, 88.5, 100.0]
+
+PHASES = {
+    "exp(1j * |z|)": lambda z: torch.exp(1j * z.abs()),
+    "nls step": lambda z: z * torch.exp(1j * z.abs() ** 2 * 0.01),
+    "exp(-1j * re / 2)": lambda z: torch.exp(-1j * z.real / 2),  # through Smith's division
+}
+
+
+def _bits(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    parts = torch.view_as_real(t)
+    return parts.isnan(), parts.nan_to_num(7.0)  # nan positions; values with the signs of zeros
+
+
+@pytest.mark.parametrize("name", list(PHASES))
+def test_exponentials_of_imaginary_numbers(name, monkeypatch):
+    # Every edge value in both parts: the same bits with the pass as without it, and no
+    # exp left in the kernel where the real part is 0 * x (+-0, or nan).
+    from torch._inductor.utils import run_and_get_code
+
+    import torchcx.backend
+
+    fn = PHASES[name]
+    z = torch.complex(torch.tensor(_EDGE).repeat_interleave(len(_EDGE)), torch.tensor(_EDGE).repeat(len(_EDGE)))
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        got, codes = run_and_get_code(torchcx.compile(fn), z)
+        monkeypatch.setattr(torchcx.backend, "imaginary_exponentials", lambda gm: 0)
+        torch._dynamo.reset()
+        without = torchcx.compile(fn)(z)
+    torch.testing.assert_close(got, fn(z), equal_nan=True)
+    (nan, values), (nan_without, values_without) = _bits(got), _bits(without)
+    assert torch.equal(nan, nan_without) and torch.equal(values, values_without)
+    assert torch.equal(values.signbit(), values_without.signbit())
+    code = "\n".join(codes)
+    assert ".exp()" not in code and "std::exp(" not in code, "the exponential of 0 * x is still computed"
+
+
+def test_a_general_exponential_keeps_its_exp():
+    from torch._inductor.utils import run_and_get_code
+
+    z = torch.randn(64, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        got, codes = run_and_get_code(torchcx.compile(lambda z: torch.exp(z * 1j)), z)
+    torch.testing.assert_close(got, torch.exp(z * 1j))
+    assert ".exp()" in "\n".join(codes)  # the real part -im(z) is no zero
+
+
+def test_elementwise_chain_computes_its_transcendentals_once():
+    # Note [Heavy values computed once]: z, read by the output and by the row reduction, is
+    # stored once; the reduction does not compute the hypot, sine and cosine again.
+    from torch._inductor.utils import run_and_get_code
+
+    from torchcx.bench.workloads.elementwise import chain
+
+    x, y = (torch.randn(4, 256, dtype=torch.complex64, generator=torch.Generator().manual_seed(s)) for s in (0, 1))
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        got, codes = run_and_get_code(torchcx.compile(chain), x, y)
+    torch.testing.assert_close(got, chain(x, y))
+    code = "\n".join(codes)
+    assert (code.count(".hypot("), code.count(".sin()"), code.count(".cos()")) == (1, 1, 1)
 
 
 # -- nested compile regions (Note [Nested compile regions]) ---------------------------------------

@@ -99,10 +99,16 @@ on CPU, computes one of a list of heavy ops: ``exp``, ``log`` and kin,
 batch and heads by the rotary embedding, was evaluated again for every
 element of q and k: 32 evaluations of each sine and cosine at B4 H8, 0.79x
 eager where eager computes them once. While torchcx compiles, the other
-transcendental functions count as heavy too where the reuse is a broadcast
-(``expand``): a value read several times at the same index within one
-kernel is computed once there already (Note [Shared subexpressions]), and a
-buffer would add a pass.
+transcendental functions and ``pow`` count as heavy too where the reuse is
+a broadcast (``expand``). Where several nodes of the graph read the value,
+the transcendental functions count (not ``pow``: ``x ** 2`` is a product):
+Inductor realizes a reused ``exp`` value there, and a value with ``sin`` and
+``cos`` is no cheaper to recompute. The suite's elementwise chain showed it
+once Note [Exponentials of imaginary numbers] (``_graph_passes.py``) took the
+``exp`` out of ``exp(1j * |x|)``: ``z`` was no longer stored, and its row
+reduction computed the hypot, sine and cosine a second time (7.1 -> 9.8 ms;
+with this rule 5.8 ms). A value read several times at the same index within
+one kernel is computed once there already (Note [Shared subexpressions]).
 
 Note [Large intermediates freed between kernels]
 ------------------------------------------------
@@ -473,10 +479,13 @@ def _vec_override(name: str, make: Any, adjustment: str) -> Iterator[None]:
             setattr(overrides, name, own)
 
 
-#: Ops that make a reused pointwise value worth a buffer (beyond Inductor's own list).
-_HEAVY = frozenset(
-    ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "pow", "erf")
+#: Ops that make a value read by several nodes worth a buffer (beyond Inductor's own list).
+_TRANSCENDENTAL = frozenset(
+    ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "erf")
 )
+#: Ops that make a value read through a broadcast worth a buffer (a power too: it is computed
+#: again for every element the broadcast repeats it to).
+_HEAVY = _TRANSCENDENTAL | {"pow"}
 
 
 @contextlib.contextmanager
@@ -498,9 +507,9 @@ def _heavy_values_computed_once() -> Iterator[None]:
         return
 
     def should_realize_on_reuse(self: Any, users: int, **kwargs: Any) -> bool:
-        broadcast = kwargs.get("graph_reuse", True) is False
-        if broadcast and users > 1 and isinstance(self.data, ir.Pointwise) and ir.is_cpu(self.data):
-            if _HEAVY & set(self.data.inner_fn_opcount().used_ops):
+        if users > 1 and isinstance(self.data, ir.Pointwise) and ir.is_cpu(self.data):
+            heavy = _HEAVY if kwargs.get("graph_reuse", True) is False else _TRANSCENDENTAL
+            if heavy & set(self.data.inner_fn_opcount().used_ops):
                 return True
         return original(self, users, **kwargs)
 

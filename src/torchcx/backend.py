@@ -71,6 +71,7 @@ from ._boundary.retrace import retrace
 from ._boundary.runtime import BoundaryRuntime, RealGraphRuntime
 from ._boundary.spec import boundary_spec, complex_output_strides, has_complex, written_inputs
 from ._graph_passes import (
+    imaginary_exponentials,
     logical_masks,
     push_conversions_into_cat,
     restore_addcdiv,
@@ -415,6 +416,7 @@ def _lower_and_compile_now(
 
     spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")
+    imaginary_exponentials(real.gm)  # Note [Exponentials of imaginary numbers]
     push_conversions_into_cat(real.gm)
     logical_masks(real.gm)
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
