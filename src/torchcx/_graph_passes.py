@@ -293,6 +293,9 @@ _OF_ZERO_OR_NAN = {aten.exp.default: 1.0, aten.cos.default: 1.0, aten.sin.defaul
 #: the largest constant the pass evaluates (the parts of a complex scalar and what is made of them)
 _FOLDED_NUMEL = 64
 
+#: ops that make a constant from numbers alone
+_CONSTANT_MAKERS = frozenset((aten.full.default, aten.scalar_tensor.default, aten.zeros.default, aten.ones.default))
+
 
 def _folded(gm: fx.GraphModule, arg: Any, memo: dict[fx.Node, Tensor | None]) -> Tensor | float | None:
     """``arg``'s value if the graph computes it from constants alone: a Python number, a tensor
@@ -312,11 +315,15 @@ def _folded(gm: fx.GraphModule, arg: Any, memo: dict[fx.Node, Tensor | None]) ->
             arg.op == "call_function"
             and isinstance(arg.target, torch._ops.OpOverload)
             and not arg.target._schema.is_mutable
+            and torch.Tag.nondeterministic_seeded not in arg.target.tags
+            and (arg.target in _CONSTANT_MAKERS or any(isinstance(a, fx.Node) for a in arg.args))
             and isinstance(value, Tensor)
             and value.numel() <= _FOLDED_NUMEL
-        ):
+        ):  # (an op of no graph value makes a constant only if it is a filler: not empty, rand)
             inputs = [_folded(gm, a, memo) if isinstance(a, fx.Node) else a for a in arg.args]
-            if all(i is not None for i in inputs):
+            nested: list[fx.Node] = []
+            fx.node.map_arg((inputs, arg.kwargs), nested.append)  # a node inside a list: not folded
+            if all(i is not None for i in inputs) and not nested:
                 with unset_fake_temporarily():  # the pass runs inside the compile's fake mode
                     memo[arg] = arg.target(*inputs, **arg.kwargs)
     return memo[arg]
@@ -380,7 +387,6 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
                     with gm.graph.inserting_before(node):
                         new = gm.graph.call_function(aten.add.Tensor, (args[0], offset))
                     new.meta["val"] = value
-                    kind[new] = _ZERO_OR_NAN if target is aten.sin.default else ""
                 else:
                     new = args[0]
                 node.replace_all_uses_with(new)
