@@ -148,6 +148,7 @@ from typing import Any
 import torch
 from torch import Tensor, fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.fx.experimental.symbolic_shapes import statically_known_true, sym_eq
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -318,6 +319,7 @@ def _folded(gm: fx.GraphModule, arg: Any, memo: dict[fx.Node, Tensor | None]) ->
             and torch.Tag.nondeterministic_seeded not in arg.target.tags
             and (arg.target in _CONSTANT_MAKERS or any(isinstance(a, fx.Node) for a in arg.args))
             and isinstance(value, Tensor)
+            and all(isinstance(d, int) for d in value.shape)  # no guard on a symbolic size
             and value.numel() <= _FOLDED_NUMEL
         ):  # (an op of no graph value makes a constant only if it is a filler: not empty, rand)
             inputs = [_folded(gm, a, memo) if isinstance(a, fx.Node) else a for a in arg.args]
@@ -343,7 +345,10 @@ def _constant(gm: fx.GraphModule, arg: Any, memo: dict[fx.Node, Tensor | None]) 
 
 def _same_value_type(a: fx.Node, b: Any) -> bool:
     va, vb = a.meta.get("val"), b.meta.get("val") if isinstance(b, fx.Node) else None
-    return isinstance(va, Tensor) and isinstance(vb, Tensor) and va.shape == vb.shape and va.dtype == vb.dtype
+    if not (isinstance(va, Tensor) and isinstance(vb, Tensor) and va.dtype == vb.dtype and va.dim() == vb.dim()):
+        return False
+    # sizes compared without installing a guard on a symbolic one (a guard would recompile)
+    return all(statically_known_true(sym_eq(x, y)) for x, y in zip(va.shape, vb.shape))
 
 
 def imaginary_exponentials(gm: fx.GraphModule) -> int:
@@ -352,8 +357,12 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
     memo: dict[fx.Node, Tensor | None] = {}
     replaced = 0
 
+    def kind_of(arg: Any) -> str | None:
+        # nodes only: hashing a symbolic size to look it up would guard on its value
+        return kind.get(arg) if isinstance(arg, fx.Node) else None
+
     def zero_or_nan(arg: Any) -> bool:
-        return kind.get(arg) == _ZERO_OR_NAN or _constant(gm, arg, memo) == 0.0
+        return kind_of(arg) == _ZERO_OR_NAN or _constant(gm, arg, memo) == 0.0
 
     def _live_branches(args: Any) -> tuple[Any, ...]:
         # where(cond, a, b): both branches, or the one a constant condition picks
@@ -381,7 +390,7 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
                 kind[node] = _ZERO_OR_NAN
             elif target is aten.where.self and all(map(zero_or_nan, _live_branches(args))):
                 kind[node] = _ZERO_OR_NAN  # (Smith's division by a real number picks a branch)
-            elif target in _OF_ZERO_OR_NAN and kind.get(args[0]) == _ZERO_OR_NAN:
+            elif target in _OF_ZERO_OR_NAN and kind_of(args[0]) == _ZERO_OR_NAN:
                 offset = _OF_ZERO_OR_NAN[target]
                 if offset:
                     with gm.graph.inserting_before(node):
@@ -393,16 +402,16 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
                 gm.graph.erase_node(node)
                 replaced += 1
         elif value.dtype is torch.bool:
-            if target in _FALSE_WHEN and kind.get(args[0]) == _ZERO_OR_NAN:
+            if target in _FALSE_WHEN and kind_of(args[0]) == _ZERO_OR_NAN:
                 c = _constant(gm, args[1], memo)
                 if c is not None and _FALSE_WHEN[target](c):
                     kind[node] = _FALSE
             elif target in (aten.bitwise_and.Tensor, aten.logical_and.default) and _FALSE in (
-                kind.get(args[0]),
-                kind.get(args[1]),
+                kind_of(args[0]),
+                kind_of(args[1]),
             ):
                 kind[node] = _FALSE
-        if target is aten.where.self and kind.get(args[0]) == _FALSE and _same_value_type(node, args[2]):
+        if target is aten.where.self and kind_of(args[0]) == _FALSE and _same_value_type(node, args[2]):
             node.replace_all_uses_with(args[2])
             gm.graph.erase_node(node)
             replaced += 1
