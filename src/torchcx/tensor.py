@@ -182,11 +182,13 @@ def parts_interleave(re: Tensor, im: Tensor) -> bool:
     makes them (lazy negation aside): the same storage and strides, ``im`` one element after ``re``.
 
     Works on fake tensors too (storage identity is tracked by fake and functional tensors alike).
+    Storage identity is asked first: it is free, and comparing symbolic strides or offsets of
+    two separate buffers would add guards on sizes to a dynamic graph for nothing.
     """
     return (
-        re.stride() == im.stride()
+        StorageWeakRef(re.untyped_storage()) == StorageWeakRef(im.untyped_storage())
+        and re.stride() == im.stride()
         and im.storage_offset() == re.storage_offset() + 1
-        and StorageWeakRef(re.untyped_storage()) == StorageWeakRef(im.untyped_storage())
     )
 
 
@@ -194,11 +196,15 @@ def element_unit(re: Tensor, im: Tensor) -> int:
     """Part elements per complex element: 2 if ``re`` and ``im`` interleave in one buffer, else 1.
 
     Interleaved means ``parts_interleave``, with even strides and offset, so
-    that the halved ones are whole complex elements.
+    that the halved ones are whole complex elements. Planar parts are asked nothing more:
+    their strides' parity would be a guard on sizes (``x.size(1) % 2 == 0``), and an
+    automatically dynamic graph would compile again for the first odd size.
     """
+    if not parts_interleave(re, im):
+        return 1
     if re.storage_offset() % 2 or any(s % 2 for s, n in zip(re.stride(), re.shape) if n > 1):
         return 1
-    return 2 if parts_interleave(re, im) else 1
+    return 2
 
 
 def _interleaved_pair(re: Tensor, im: Tensor) -> Tensor | None:
