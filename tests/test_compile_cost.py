@@ -7,6 +7,7 @@ the ops Inductor traces into its loop bodies, counted against the nodes of the r
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -108,10 +109,24 @@ def test_inductor_patches_are_in_the_cache_key(monkeypatch: pytest.MonkeyPatch):
     with _inductor_patches.inductor_patches():
         tag = torch.compiler.config.cache_key_tag
     assert torch.compiler.config.cache_key_tag == before
-    assert tag.startswith(before) and "torchcx-patches" in tag
+    assert tag.startswith(before) and f"torchcx:{_inductor_patches.source_hash()}" in tag
     monkeypatch.setattr(_inductor_patches, "_SHARE_SUBEXPRESSIONS", False)
     with _inductor_patches.inductor_patches():
         assert torch.compiler.config.cache_key_tag != tag
+
+
+def test_the_cache_key_covers_all_of_torchcx(tmp_path):
+    # The FX graph cache saves the shape guards torchcx's passes added before Inductor ran:
+    # an edit anywhere in torchcx (here a graph pass, no Inductor adjustment) is a new key.
+    import shutil
+
+    root = tmp_path / "torchcx"
+    shutil.copytree(Path(torchcx.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _inductor_patches.hash_of_sources(root, "1.0")
+    with open(root / "_graph_passes.py", "a") as f:
+        f.write("# an edit\n")
+    assert _inductor_patches.hash_of_sources(root, "1.0") != before
+    assert _inductor_patches.hash_of_sources(root, "1.1") != _inductor_patches.hash_of_sources(root, "1.0")
 
 
 # -- Note [Strides of linear indices] -----------------------------------------------------

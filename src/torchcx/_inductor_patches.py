@@ -430,19 +430,37 @@ def _written_for_this_torch() -> bool:
 
 
 @functools.cache
-def _source_hash() -> str:
-    try:
-        sources = [Path(__file__).with_name(name) for name in ("_inductor_patches.py", "_interleaved.py", "_words.py")]
-        return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:16]
-    except OSError:  # pragma: no cover - no source file
-        from importlib.metadata import version
+def source_hash() -> str:
+    """torchcx's version and a hash of all its source, once per process (3 ms).
 
-        return version("torchcx")
+    All of it, not the adjustment modules alone: Inductor's FX graph cache saves with an entry
+    every guard the shape environment holds on the graph's sizes, including those torchcx's
+    lowering and graph passes added before Inductor ran. An entry that an older torchcx saved
+    for the same real graph brings its guards back: in CI, one saved while a graph pass still
+    compared ``3*n <= 64`` made an automatically dynamic function compile a third time, for
+    ``n = 64``, under the torchcx that no longer asks. An edited install compiles afresh.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("torchcx")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        ours = "unknown"
+    return hash_of_sources(Path(__file__).parent, ours)
+
+
+def hash_of_sources(root: Path, version: str) -> str:
+    """A hash of ``version`` and every ``.py`` file under ``root``, with their paths."""
+    digest = hashlib.sha256(version.encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _cache_tag() -> str:
     return (
-        f"torchcx-patches:{_source_hash()}:vectorized_bitcast={config.vectorized_bitcast}"
+        f"torchcx:{source_hash()}:vectorized_bitcast={config.vectorized_bitcast}"
         f":interleaved={config.interleaved_access}:lanes={config.lane_order}:shared={_SHARE_SUBEXPRESSIONS}"
         f":free_large={config.free_large_intermediates}"
     )

@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import pathlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -78,7 +77,7 @@ from ._graph_passes import (
     small_contractions_in_place,
     truncated_spectra,
 )
-from ._inductor_patches import inductor_patches, quiet_complex_warning
+from ._inductor_patches import inductor_patches, quiet_complex_warning, source_hash
 from .tensor import ComplexTensor
 
 __all__ = ["compile", "torchcx_backend", "CompileReport", "GraphReport"]
@@ -198,7 +197,7 @@ def _aot_cache(
     from .tensor import RealView
 
     identity = hashlib.sha256(
-        repr((_source_hash(), sorted(settings.items()), strict, sorted(config.all_settings().items()))).encode()
+        repr((source_hash(), sorted(settings.items()), strict, sorted(config.all_settings().items()))).encode()
     ).hexdigest()
     # the subclasses' constructors are in the graph of a program that builds them
     in_graphs = (*DYNAMO_GRAPH_FUNCTIONS, ComplexTensor, RealView)
@@ -256,23 +255,6 @@ def _bundle_lazy_backward(compile_id: str) -> None:
     if _lazy_backward_started not in callback_handler.start_callbacks:
         callback_handler.register_start_callback(_lazy_backward_started)
         callback_handler.register_end_callback(_lazy_backward_ended)
-
-
-@functools.cache
-def _source_hash() -> str:
-    """torchcx's version and a hash of its source (an edited install compiles afresh)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ours = version("torchcx")
-    except PackageNotFoundError:
-        ours = "unknown"
-    digest = hashlib.sha256(ours.encode())
-    root = pathlib.Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 #: Inductor decompositions that torchcx's tables replace in complex space: ``add``
