@@ -116,6 +116,17 @@ def test_automatic_dynamic_compiles_at_most_twice():
     assert counter.graphs <= 2
 
 
+def test_dynamic_product_over_a_symbolic_length():
+    # The pairwise product's rounds on a symbolic length nested floor divisions that sympy
+    # expanded for minutes; padded to a power of two, each product is the static rounds' one.
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: x.prod(-1), backend="torchcx", dynamic=True)
+    for n in (6, 13):
+        x = cplx(3, n)
+        torch.testing.assert_close(f(x), x.prod(-1))
+        assert torch.equal(f(x), torchcx.as_complex_tensor(x).prod(-1).to_interleaved())
+
+
 def test_dynamic_with_mutation_and_views():
     def fn(x):
         x[1:].mul_(2j)

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ..tensor import ComplexTensor, component_dtype_of
-from ._common import CType, ctype_of, opmath, register, to_complex
+from ._common import CType, ctype_of, opmath, register, size_hint, to_complex
 from ._parts import Parts, mul, rounded
 
 aten = torch.ops.aten
@@ -109,6 +109,8 @@ def _tree_prod(re: Tensor, im: Tensor) -> Parts:
     if n == 1:
         return first_re, first_im
     re, im = torch.cat([first_re, re[..., 1:]], -1), torch.cat([first_im, im[..., 1:]], -1)
+    if isinstance(n, torch.SymInt):
+        return _padded_tree_prod(re, im, n)
     while n > 1:
         even = n - n % 2
         pr, pi = mul(re[..., 0:even:2], im[..., 0:even:2], re[..., 1:even:2], im[..., 1:even:2])
@@ -116,6 +118,31 @@ def _tree_prod(re: Tensor, im: Tensor) -> Parts:
             pr, pi = torch.cat([pr, re[..., -1:]], -1), torch.cat([pi, im[..., -1:]], -1)
         re, im = pr, pi
         n = re.shape[-1]
+    return re, im
+
+
+def _padded_tree_prod(re: Tensor, im: Tensor, n: torch.SymInt) -> Parts:
+    """``_tree_prod``'s rounds for a symbolic length ``n``, on a static width.
+
+    The rounds' lengths (n+1)//2, ((n+1)//2+1)//2, ... nest floor divisions, and comparing
+    each with 1 had sympy expand them for minutes (a dynamic ``x.prod(-1)`` never finished
+    compiling). Here the factors are padded to the next power of two (one guard, n <= width:
+    a new graph per power of two) and every round halves a static length. Position q of round
+    r holds the product of factors q*2^r ... (q+1)*2^r - 1, present iff q*2^r < n: a pair
+    whose right member is absent keeps its left one as it is, so each product is the one the
+    static rounds make, in the same order (pads are never multiplied: 1+0j would turn an
+    infinite part into nan).
+    """
+    width = 1 << (size_hint(n) - 1).bit_length()
+    torch._check(n <= width)
+    re = torch.nn.functional.pad(re, (0, width - n))
+    im = torch.nn.functional.pad(im, (0, width - n))
+    span = 1
+    while width > 1:
+        present = torch.arange(1, width, 2, device=re.device) * span < n
+        pr, pi = mul(re[..., 0::2], im[..., 0::2], re[..., 1::2], im[..., 1::2])
+        re, im = torch.where(present, pr, re[..., 0::2]), torch.where(present, pi, im[..., 0::2])
+        width, span = width // 2, span * 2
     return re, im
 
 
