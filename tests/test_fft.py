@@ -9,6 +9,7 @@ to torchcx. Native complex PyTorch is the reference.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -144,6 +145,26 @@ def test_fft_primitives_may_call_extern_kernels() -> None:
     for op in (aten._fft_c2c.default, aten._fft_r2c.default, aten._fft_c2r.default):
         entry = entry_for(op)
         assert (entry.kind, entry.family, entry.calls_extern) == ("implementation", "fft", True)
+
+
+@pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="the layout is for ATen's MKL FFT")
+def test_inverse_real_fft_over_two_dims_hands_mkl_its_layout() -> None:
+    # Note [An inverse real FFT over several dims, laid out for MKL]: the c2c over the leading
+    # dim gets the spectrum with that dim innermost (written so by the kernel that makes it).
+    from torch._inductor.utils import run_and_get_code
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.fft.irfft2(x * 2, s=(8, 10))
+
+    x = torch.randn(2, 3, 8, 6, dtype=torch.complex64)
+    with torchcx.config.patch(fft_path="vendor"):
+        got, (code,) = run_and_get_code(torchcx.compile(fn), x)
+    torch.testing.assert_close(got, fn(x))
+    c2c = next(line for line in code.splitlines() if "'aten::_fft_c2c.default'" in line)
+    assert "[2], 2, false]" in c2c  # the inverse over dim 2 alone, "backward" normalization
+    spectrum = re.search(r"\[(buf\d+)\]", c2c).group(1)
+    assert f"{spectrum} = empty_strided_cpu((2, 3, 8, 6), (144, 48, 1, 8)" in code
+    assert '\'aten::_fft_c2r.default\', \'{"args": [{"complex": "torch.complex64", "tensor": 0}, [3]' in code
 
 
 def test_real_input_outside_complex_mode_is_native() -> None:
