@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 
+from .. import _layout
 from ..tensor import ComplexTensor, RealView, component_dtype_of
 from ._common import partwise, register
 from ._parts import parts
@@ -272,26 +273,33 @@ partwise(aten.fill_, aten.fill, aten.zero_, aten.zero, aten.lift_fresh_copy)
 
 @register(aten.clone.default)
 def clone_impl(x: ComplexTensor, *, memory_format: torch.memory_format | None = None) -> ComplexTensor:
-    """New planar buffers, laid out as the native clone's.
+    """New planar buffers, laid out as the native clone's (and, for a value in words, the
+    same clone of its words: Note [Packed form]).
 
     ``preserve_format`` keeps the strides of a non-overlapping, dense tensor.
     The parts of an interleaved tensor are neither (stride 2), so the layout
     comes from the wrapper's strides (complex elements): clone in the order
     of decreasing stride, then permute back.
     """
+
+    def copy(t: Tensor) -> Tensor:
+        return t.clone(memory_format=memory_format)
+
     if memory_format in (None, torch.preserve_format):
         if x.is_contiguous():
             memory_format = torch.contiguous_format
         elif is_non_overlapping_and_dense_or_false(x):
             order = sorted(range(x.dim()), key=lambda d: -x.stride()[d])
             inverse = [order.index(d) for d in range(x.dim())]
-            return ComplexTensor(
-                x.re.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse),
-                x.im.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse),
-            )
+
+            def copy(t: Tensor) -> Tensor:
+                return t.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse)
+
         else:
             memory_format = torch.contiguous_format
-    return ComplexTensor(x.re.clone(memory_format=memory_format), x.im.clone(memory_format=memory_format))
+    out = ComplexTensor(copy(x.re), copy(x.im))
+    _layout.remember_copy(x, out, copy)
+    return out
 
 
 @register(
