@@ -361,10 +361,20 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
         # nodes only: hashing a symbolic size to look it up would guard on its value
         return kind.get(arg) if isinstance(arg, fx.Node) else None
 
-    def zero_or_nan(arg: Any) -> bool:
-        return kind_of(arg) == _ZERO_OR_NAN or _constant(gm, arg, memo) == 0.0
+    uniform: dict[fx.Node, float | None] = {}
 
-    def _live_branches(args: Any) -> tuple[Any, ...]:
+    def constant(arg: Any) -> float | None:
+        # asked of the same node by each of its users: a large constant is compared once
+        if not isinstance(arg, fx.Node):
+            return _constant(gm, arg, memo)
+        if arg not in uniform:
+            uniform[arg] = _constant(gm, arg, memo)
+        return uniform[arg]
+
+    def zero_or_nan(arg: Any) -> bool:
+        return kind_of(arg) == _ZERO_OR_NAN or constant(arg) == 0.0
+
+    def live_branches(args: Any) -> tuple[Any, ...]:
         # where(cond, a, b): both branches, or the one a constant condition picks
         cond = _folded(gm, args[0], memo)
         if isinstance(cond, Tensor) and cond.dtype is torch.bool:
@@ -388,7 +398,7 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
                     kind[node] = _ZERO_OR_NAN
             elif target in (aten.neg.default, aten.abs.default) and zero_or_nan(args[0]):
                 kind[node] = _ZERO_OR_NAN
-            elif target is aten.where.self and all(map(zero_or_nan, _live_branches(args))):
+            elif target is aten.where.self and all(map(zero_or_nan, live_branches(args))):
                 kind[node] = _ZERO_OR_NAN  # (Smith's division by a real number picks a branch)
             elif target in _OF_ZERO_OR_NAN and kind_of(args[0]) == _ZERO_OR_NAN:
                 offset = _OF_ZERO_OR_NAN[target]
@@ -403,7 +413,7 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
                 replaced += 1
         elif value.dtype is torch.bool:
             if target in _FALSE_WHEN and kind_of(args[0]) == _ZERO_OR_NAN:
-                c = _constant(gm, args[1], memo)
+                c = constant(args[1])
                 if c is not None and _FALSE_WHEN[target](c):
                     kind[node] = _FALSE
             elif target in (aten.bitwise_and.Tensor, aten.logical_and.default) and _FALSE in (

@@ -169,26 +169,18 @@ def remembered(x: ComplexTensor) -> tuple[Tensor, torch.dtype] | None:
     return None
 
 
-def remember_view(op: Any, x: ComplexTensor, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-    """Give ``out = op(x, *args[1:], **kwargs)``, a view op's result, the same view of ``x``'s words."""
+def remember_words(x: ComplexTensor, out: Any, apply: Any) -> None:
+    """Give ``out``, made from ``x`` by ``apply`` on each part (a view op, a copy), ``apply``
+    of ``x``'s words: the words have the complex tensor's shape (Note [Packed form])."""
     found = remembered(x)
     memo = _lowering.current()
     if found is None or memo is None or not uses_words(found[1]):
         return
-    words = op(found[0], *args[1:], **kwargs)
+    words = apply(found[0])
     outs, all_words = (out, words) if isinstance(out, (list, tuple)) else ([out], [words])
     for o, w in zip(outs, all_words):
         if isinstance(o, ComplexTensor) and isinstance(w, Tensor):
             memo.packed[id(o)] = (o, w, found[1])
-
-
-def remember_copy(x: ComplexTensor, out: ComplexTensor, copy: Any) -> None:
-    """Give ``out``, a copy of ``x`` made by ``copy`` applied to each part, ``copy`` of
-    ``x``'s words (Note [Packed form])."""
-    found = remembered(x)
-    memo = _lowering.current()
-    if found is not None and memo is not None and uses_words(found[1]):
-        memo.packed[id(out)] = (out, copy(found[0]), found[1])
 
 
 def packed(x: ComplexTensor, dtype: torch.dtype) -> Tensor:

@@ -306,7 +306,7 @@ def make_partwise(op: OpOverload, values: Sequence[str] = ()) -> Callable[..., A
                 im_args.append(i)
         out = pair_results(op(*re_args, **re_kwargs), op(*im_args, **im_kwargs))
         if is_view and args and isinstance(args[0], ComplexTensor):
-            _layout.remember_view(op, args[0], args, kwargs, out)  # Note [Packed form]
+            _layout.remember_words(args[0], out, lambda w: op(w, *args[1:], **kwargs))  # Note [Packed form]
         return out
 
     name = op.overloadpacket.__name__.lstrip("_") + "_impl"

@@ -298,7 +298,7 @@ def clone_impl(x: ComplexTensor, *, memory_format: torch.memory_format | None = 
         else:
             memory_format = torch.contiguous_format
     out = ComplexTensor(copy(x.re), copy(x.im))
-    _layout.remember_copy(x, out, copy)
+    _layout.remember_words(x, out, copy)
     return out
 
 

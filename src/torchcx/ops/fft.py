@@ -204,10 +204,14 @@ def _like_vendor(
             t = t.contiguous()
         elif t.stride() != strides:
             # outermost dim first; a permutation of the dims makes them contiguous
-            order = sorted(range(t.dim()), key=lambda d: (-strides[d], d))
-            t = t.permute(order).contiguous().permute([order.index(d) for d in range(t.dim())])
+            t = _in_order(t, sorted(range(t.dim()), key=lambda d: (-strides[d], d)))
         out.append(t)
     return out if len(out) > 1 else out[0]
+
+
+def _in_order(t: Tensor, order: list[int]) -> Tensor:
+    """``t`` in memory whose dims run ``order``, outermost first (a copy unless it is already)."""
+    return t.permute(order).contiguous().permute([order.index(d) for d in range(t.dim())])
 
 
 # -- the paths ---------------------------------------------------------------------------------
@@ -264,8 +268,7 @@ def _vendor_c2r(x: ComplexTensor, dim: list[int], normalization: int, last_dim_s
         return vendor_fft(aten._fft_c2r.default, x, dim, normalization, last_dim_size)
     leading = dims[:-1]
     order = [d for d in range(x.dim()) if d not in leading] + leading
-    back = [order.index(d) for d in range(x.dim())]
-    laid = ComplexTensor(*(part.permute(order).contiguous().permute(back) for part in (x.re, x.im)))
+    laid = ComplexTensor(_in_order(x.re, order), _in_order(x.im, order))
     spectrum = vendor_fft(aten._fft_c2c.default, laid, leading, normalization, False)
     return vendor_fft(aten._fft_c2r.default, spectrum, [dims[-1]], normalization, last_dim_size)
 
