@@ -20,8 +20,9 @@ from torchcx import _inductor_patches
 from torchcx.bench.workloads.quantum import apply_gate
 
 
-def compile_and_count(fn, *args):
-    """(ops traced into Inductor loop bodies, nodes of the real graphs Inductor lowered, generated code)."""
+def compile_and_count(fn, *args, graphs: list | None = None):
+    """(ops traced into Inductor loop bodies, nodes of the real graphs Inductor lowered, generated code);
+    those graphs appended to ``graphs``."""
     traced = nodes = 0
     init = loop_body.LoopBodyBlock.__init__
     lowering_init = GraphLowering.__init__
@@ -35,6 +36,8 @@ def compile_and_count(fn, *args):
         nonlocal nodes
         lowering_init(self, gm, *a, **k)
         nodes += len(gm.graph.nodes)
+        if graphs is not None:
+            graphs.append(gm)
 
     loop_body.LoopBodyBlock.__init__ = counting_init
     GraphLowering.__init__ = counting_lowering_init
@@ -93,6 +96,35 @@ def test_fan_out_with_and_without_shared_subexpressions(monkeypatch: pytest.Monk
     assert unshared > 4 * shared, (unshared, shared, nodes)
     # ... and the memo changes nothing Inductor generates (but the compilation's counter).
     assert without_aot_id(code) == without_aot_id(unshared_code)
+
+
+def dispersion_steps(psi, k):
+    # The split-step solver's shape: each step recomputes the same phase from the same k.
+    for _ in range(4):
+        psi = torch.fft.ifft(torch.exp(-0.5j * k**2 * 1e-3) * torch.fft.fft(psi))
+    return psi
+
+
+def test_loop_invariant_values_are_lowered_once(monkeypatch: pytest.MonkeyPatch):
+    # Note [Loop-invariant values computed once] in backend.py: the unrolled loop's four
+    # phases are one complex exp, lowered once (an exponential of an imaginary number: one
+    # cosine in the real graph, Note [Exponentials of imaginary numbers]).
+    g = torch.Generator().manual_seed(2)
+    psi = torch.randn(4, 32, dtype=torch.complex64, generator=g)
+    k = torch.randn(32, generator=g)
+
+    def cosines(graphs):
+        return sum(n.target is torch.ops.aten.cos.default for gm in graphs for n in gm.graph.nodes)
+
+    merged: list = []
+    _, nodes, _, out = compile_and_count(dispersion_steps, psi, k, graphs=merged)
+    torch.testing.assert_close(out, dispersion_steps(psi, k))
+    monkeypatch.setattr(torchcx.backend, "_common_subexpressions_once", lambda gm: None)
+    unmerged: list = []
+    _, unmerged_nodes, _, unmerged_out = compile_and_count(dispersion_steps, psi, k, graphs=unmerged)
+    assert (cosines(merged), cosines(unmerged)) == (1, 4)
+    assert nodes < unmerged_nodes
+    assert torch.equal(out, unmerged_out)  # the same ops on the same operands
 
 
 def test_shared_subexpressions_are_scoped_to_torchcx():
