@@ -843,6 +843,8 @@ SMALL_CONTRACTIONS = {
     "outer_product": ("g,abc->agbc", (3,), (2, 4, 5), True),
     "no_free_small_axis": ("b,abc->ac", (4,), (3, 4, 5), True),
     "three_by_three": ("ij,ajb->aib", (3, 3), (4, 3, 6), True),
+    # free axes of the large operand kept together (d, e) or not (a, b) by the output
+    "free_axes_reordered": ("gc,abcde->deagb", (2, 2), (2, 3, 2, 4, 5), True),
 }
 
 
@@ -875,6 +877,34 @@ def test_small_contraction_values_and_gradients(name: str) -> None:
     (torchcx.compile(fn)(*compiled_inputs) * weight).real.sum().backward()
     for e, c in zip(eager_inputs, compiled_inputs):
         torch.testing.assert_close(c.grad, e.grad)
+
+
+def test_small_contraction_sums_products_in_few_dims() -> None:
+    # Note [Small contractions in place]: the state's free axes that the output keeps
+    # together, in order, are one axis of the products: a two-qubit gate on a 12-qubit state
+    # sums its products over 2 dims (each of them over 10 before: Inductor's loop analysis
+    # costs about the square of a loop's dims per node, a third of the quantum circuit's
+    # compile time).
+    from torchcx.bench.workloads.quantum import gate_subscripts
+
+    equation = gate_subscripts(12, (5, 6))
+    gate, state = rand(2, 2, 2, 2), rand(*(2,) * 12, seed=1)
+
+    def fn(g: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return torch.einsum(equation, g, s * 2)
+
+    torch._dynamo.reset()
+    with _capture() as report:
+        got = torchcx.compile(fn)(gate, state)
+    torch.testing.assert_close(got, fn(gate, state))
+    # the products of a gate entry (a 0-dim part) and a slice of the state
+    products = [
+        n
+        for g in report.graphs
+        for n in g.real_graph.graph.nodes
+        if n.target is torch.ops.aten.mul.Tensor and any(a.meta["val"].dim() == 0 for a in n.all_input_nodes)
+    ]
+    assert len(products) == 4 * 16 and {n.meta["val"].dim() for n in products} == {2}
 
 
 @pytest.mark.parametrize("qubit", range(6))
