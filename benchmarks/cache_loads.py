@@ -2,9 +2,10 @@
 
     python benchmarks/cache_loads.py [--workloads quantum,nls,...] [--loads 2]
 
-Per workload: a fresh ``TORCHINDUCTOR_CACHE_DIR`` (Inductor's ISA check warmed there first by a
-trivial compile, so that no row carries its build), then, one process after another, default
-``torch.compile`` cold and ``--loads`` times from the caches, then torchcx the same. A row is a
+Per workload: a fresh ``TORCHINDUCTOR_CACHE_DIR`` (Inductor's ISA check, and torchcx's stamp of
+it, warmed there first by a trivial compile with each backend, so that no row carries them),
+then, one process after another, default ``torch.compile`` cold and ``--loads`` times from the
+caches, then torchcx the same. A row is a
 new process's first call minus a steady call (one thread, the suite's full sizes), with the
 AOTAutograd cache counters of that process (Note [torchcx graphs in AOTAutograd's cache]).
 """
@@ -64,7 +65,13 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | --- |")
     for workload in options.workloads.split(","):
         with tempfile.TemporaryDirectory(prefix="torchcx-cache-loads-") as cache:
-            warm = "import torch; torch.compile(lambda x: x + 1)(torch.ones(3))"
+            # Each backend's one-time costs of a new cache directory: Inductor's ISA check,
+            # and torchcx's stamp of it (Note [The ISA probe remembered]), which a user's
+            # cache directory has after its first torchcx compilation.
+            warm = (
+                "import torch, torchcx; torch.compile(lambda x: x + 1)(torch.ones(3)); "
+                "torchcx.compile(lambda z: z * 2j)(torch.ones(3, dtype=torch.complex64))"
+            )
             subprocess.run(
                 [sys.executable, "-c", warm], env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}, check=True
             )
