@@ -13,7 +13,8 @@ Note [The compile pipeline]
    of mutation, aliasing and gradients.
 3. Each graph it produces (inference, forward or backward) reaches
    ``_lower_and_compile`` instead of Inductor's inner compiler. The graph is
-   functional, so only values matter. Its boundary is read off it as data
+   functional, so only values matter (an inference graph's identical ops are
+   merged first: Note [Loop-invariant values computed once]). Its boundary is read off it as data
    (``_boundary/spec.py``: how inputs cross, which outputs are computed and
    which replayed, what is written); then it is retraced (``_boundary/
    retrace.py``): every complex placeholder becomes a real tensor over the same
