@@ -14,9 +14,9 @@ Note [The compile pipeline]
 3. Each graph it produces (inference, forward or backward) reaches
    ``_lower_and_compile`` instead of Inductor's inner compiler. The graph is
    functional, so only values matter (an inference graph's identical ops are
-   merged first: Note [Loop-invariant values computed once]). Its boundary is read off it as data
-   (``_boundary/spec.py``: how inputs cross, which outputs are computed and
-   which replayed, what is written); then it is retraced (``_boundary/
+   merged first: Note [Loop-invariant values computed once]). Its boundary is
+   read off it as data (``_boundary/spec.py``: how inputs cross, which outputs
+   are computed and which replayed, what is written); then it is retraced (``_boundary/
    retrace.py``): every complex placeholder becomes a real tensor over the same
    memory (Note [Interleaved layouts]), every complex op runs through torchcx's
    op tables, complex results are packed back. The retraced graph holds no
@@ -435,9 +435,10 @@ def _lower_and_compile_now(
 # then lowers, schedules and generates code for, once per iteration: the 20-step solver's
 # real graph had 4283 nodes, half of them its phase computed 20 times. torchcx merges them
 # in the complex graph first, with the same pass (it leaves random ops, ``empty`` and
-# outputs' storages alone, and respects mutation regions). The merged ops compute the
-# same values from the same operands, so results are bitwise eager's; the kernel computes
-# the phase once instead of per step.
+# outputs' storages alone, and respects mutation regions). A merged op computed the same
+# value from the same operands, so results are bitwise those of the unmerged graph; the
+# kernel computes the phase once instead of once per step. Training graphs need not: the
+# partitioner merged their joint graph already.
 
 
 def _common_subexpressions_once(gm: fx.GraphModule) -> None:
