@@ -433,7 +433,11 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
             node.replace_all_uses_with(args[2])
             gm.graph.erase_node(node)
             replaced += 1
-    return _recompiled(gm, replaced)  # what is left unused, Inductor never computes
+    if replaced:
+        # What the replacements left unused (the blends' masks and constants): Inductor would
+        # never compute it, but would lower it (its dead-code pass is off by default).
+        gm.graph.eliminate_dead_code()
+    return _recompiled(gm, replaced)
 
 
 # -- Note [Small contractions in place] ---------------------------------------------------------
