@@ -16,6 +16,13 @@ off (Note [Shared subexpressions] in torchcx/_inductor_patches.py), the
 compile time before them. A one-off compilation first pays the process's
 one-time costs (the C++ toolchain probes), so that no row carries them.
 Results go to benchmarks/results/compile_time_ops.json.
+
+``--all-ops`` times every OpInfo op that supports complex64 on CPU (394 in
+torch 2.13), its first complex64 sample, forward+backward where the op has
+gradients and forward otherwise, both backends, one compilation each (about
+40 minutes on 2 cores). A row that raises or runs past ``--timeout`` seconds
+is recorded as such. Results go to
+benchmarks/results/compile_time_all_ops.json, the slowest rows are printed.
 """
 
 from __future__ import annotations
@@ -23,13 +30,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
+import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves, tree_map
 
 import torchcx
 from torchcx import _inductor_patches
@@ -87,19 +97,25 @@ def programs():
     }
 
 
+def _differentiable(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+
+
 def compile_seconds(compiler, fn, args, repeat: int = 3, backward: bool = False) -> float:
     """First call minus a steady call, median of ``repeat`` fresh compilations.
 
-    With ``backward``, a call is the forward and a backward from a fixed
-    gradient (AOTAutograd compiles the backward graph on the first backward).
+    With ``backward``, a call is the forward and a backward from fixed
+    gradients of every differentiable output (AOTAutograd compiles the
+    backward graph on the first backward).
     """
 
     def call(compiled):
         if not backward:
             return compiled(*args)
-        inputs = [a.detach().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+        inputs = tree_map(lambda a: a.detach().requires_grad_() if _differentiable(a) else a, args)
         out = compiled(*inputs)
-        torch.autograd.backward(out, torch.ones_like(out))
+        outs = [t for t in tree_leaves(out) if _differentiable(t) and t.requires_grad]
+        torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
         return out
 
     samples = []
@@ -197,14 +213,119 @@ def main_ops(baseline: bool, repeat: int, only: str | None = None) -> None:
         json.dump({"meta": meta, "results": results}, f, indent=2)
 
 
+class _Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    def expire(signum, frame):
+        raise _Timeout(f"over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:160] if text else ''}"
+
+
+def main_all_ops(timeout: int, only: str | None = None) -> None:
+    """Every complex64 OpInfo op's first sample, with gradients where it has them (issue #14)."""
+    import warnings
+
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    warnings.filterwarnings("ignore")
+    torch.compile(lambda a: a.sin() + 1)(torch.randn(8))
+    torchcx.compile(lambda a: a * 2)(torch.randn(8, dtype=torch.complex64))
+    ops = [op for op in op_db if torch.complex64 in op.supported_dtypes("cpu")]
+    results: dict[str, dict[str, Any]] = {}
+    print(f"{'op':<36} {'pass':<8} {'torch.compile':>14} {'torchcx':>9} {'ratio':>6}")
+    for op in ops:
+        name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        if only is not None and only not in name:
+            continue
+        backward = op.supports_autograd
+        row: dict[str, Any] = {"pass": "fwd+bwd" if backward else "fwd"}
+        try:
+            sample = next(iter(op.sample_inputs("cpu", torch.complex64, requires_grad=False)))
+        except Exception as e:  # noqa: BLE001 (an op without complex64 samples is recorded, not fatal)
+            row["error"] = "samples: " + _first_line(e)
+            results[name] = row
+            continue
+        args = (sample.input, *sample.args)
+
+        def fn(*a, _op=op, _kwargs=sample.kwargs):
+            return _op.op(*a, **_kwargs)
+
+        for mode, compiler in (("torch.compile", torch.compile), ("torchcx", torchcx.compile)):
+            try:
+                with _time_limit(timeout):
+                    row[f"{mode}_s"] = compile_seconds(compiler, fn, args, 1, backward)
+            except Exception as e:  # noqa: BLE001 (a failing row is data: it says which op and why)
+                row[f"{mode}_error"] = _first_line(e)
+            finally:
+                torch._dynamo.reset()
+        if "torch.compile_s" in row and "torchcx_s" in row:
+            row["ratio"] = row["torchcx_s"] / row["torch.compile_s"]
+        results[name] = row
+        cells = [f"{row[k]:.2f}s" if k in row else "error" for k in ("torch.compile_s", "torchcx_s")]
+        print(
+            f"{name:<36} {row['pass']:<8} {cells[0]:>14} {cells[1]:>9} {row.get('ratio', float('nan')):6.2f}",
+            flush=True,
+        )
+    timed = {k: r for k, r in results.items() if "torchcx_s" in r}
+    over = {k: r for k, r in timed.items() if r["torchcx_s"] > 5}
+    # issue 14: within 3x of the default backend, or under 2 s
+    slow = {k: r for k, r in timed.items() if r["torchcx_s"] > 2 and r.get("ratio", math.inf) > 3}
+    print(
+        f"\n{len(timed)} of {len(results)} ops compiled by torchcx; over 5 s: {len(over)}; over 2 s and 3x: {len(slow)}"
+    )
+    for k, r in sorted(timed.items(), key=lambda kv: -kv[1]["torchcx_s"])[:15]:
+        print(
+            f"  {k:<36} {r['pass']:<8} {r['torchcx_s']:6.2f}s (torch.compile {r.get('torch.compile_s', math.nan):.2f}s)"
+        )
+    for k, r in results.items():
+        if "torchcx_s" not in r:
+            print(f"  not timed: {k}: {r.get('torchcx_error') or r.get('error')}")
+    if only is not None:
+        return
+    meta = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "timeout_s": timeout,
+        "load_average": os.getloadavg()[0],
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "compile_time_all_ops.json")
+    with open(path, "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", action="store_true", help="time single ops (issue #14) instead of programs")
+    parser.add_argument("--all-ops", action="store_true", help="time every complex64 OpInfo op (issue #14)")
+    parser.add_argument(
+        "--timeout", type=int, default=120, help="with --all-ops: seconds per row before it counts as failed"
+    )
     parser.add_argument("--baseline", action="store_true", help="with --ops: also time without shared subexpressions")
     parser.add_argument("--repeat", type=int, default=None, help="fresh compilations per row (default 3, --ops 1)")
-    parser.add_argument("--only", default=None, help="with --ops: only the rows whose name contains this (not saved)")
+    parser.add_argument(
+        "--only", default=None, help="with --ops or --all-ops: only the rows whose name contains this (not saved)"
+    )
     options = parser.parse_args()
     torch._inductor.config.force_disable_caches = True
+    if options.all_ops:
+        main_all_ops(options.timeout, options.only)
+        return
     if options.ops:
         main_ops(options.baseline, options.repeat or 1, options.only)
         return
