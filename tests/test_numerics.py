@@ -467,6 +467,41 @@ def test_parity_pow_scalar(name: str, dtype: torch.dtype, mode: str) -> None:
     _check_parity(name, dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
 
 
+#: Divisors known at trace time to be a number or real (pointwise._div_by_number and
+#: _div_by_real): every GRID value, and complex numbers for the number path.
+NUMBER_DIVISORS = (*GRID, 1 / 3, 1.5 - 0.5j, 0.5j, -1e30 + 1e-30j)
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """Bit patterns, all nans alike (a nan's sign and payload are not a result)."""
+    bits = x.view(torch.int32 if x.dtype == torch.float32 else torch.int64)
+    return torch.where(x.isnan(), -1, bits)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
+def test_division_by_number_or_real_is_the_general_formula(dtype: torch.dtype) -> None:
+    # The fast paths decide Smith's steps for the divisor in Python (a number) or from
+    # d = +0 (a real tensor); both must give, bit for bit, what the general formula
+    # traced on a tensor divisor gives: signed zeros, subnormals, overflow, inf and nan.
+    from torchcx.ops import pointwise
+
+    z = grid(dtype)
+    a, b = z.real.contiguous(), z.imag.contiguous()
+    real = a.dtype
+    for w in NUMBER_DIVISORS:
+        c, d = (w.real, w.imag) if isinstance(w, complex) else (w, 0.0)
+        general = pointwise._div(a, b, torch.tensor(c, dtype=real), torch.tensor(d, dtype=real))
+        fast = pointwise._div(a, b, c, d)
+        for part, (x, y) in zip("re im".split(), zip(fast, general)):
+            assert torch.equal(_bits(x), _bits(y)), (w, part)
+    for c in GRID:  # a real tensor divisor: each GRID value against the whole grid
+        divisor = torch.full_like(a, c)
+        general = pointwise._div(a, b, divisor, torch.zeros_like(a))
+        fast = pointwise._div(a, b, divisor, 0.0)
+        for part, (x, y) in zip("re im".split(), zip(fast, general)):
+            assert torch.equal(_bits(x), _bits(y)), (c, part)
+
+
 # -- accuracy against mpmath ----------------------------------------------------------------
 
 mpmath.mp.dps = 60

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from typing import Any, NamedTuple
 
 import torch
@@ -162,6 +163,10 @@ def _add_product(a: Part, x: Part, y: Part) -> Part:
     # compiled with FMA contraction): for a = 0 and a product that underflows
     # to zero the result keeps the product's sign instead of becoming +0.
     p = x * y
+    if not isinstance(y, Tensor):
+        if not y != 0:  # (0 or nan: no product underflows)
+            return a + p
+        return where((a == 0) & (p == 0) & (x != 0), p, a + p)
     underflow = (a == 0) & (p == 0) & (x != 0) & (y != 0)
     return where(underflow, p, a + p)
 
@@ -174,10 +179,14 @@ def _div(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
     # subnormal divisor (1e-40j / 1e-40 gave nan; the quotient is 1j), and a division
     # rounds once.
     if not isinstance(br, Tensor) and not isinstance(bi, Tensor):
+        if isinstance(ar, Tensor) and isinstance(ai, Tensor) and ar.dtype in _ROUNDED:
+            return _div_by_number(ar, ai, br, bi)
         # A number divisor is computed in the dtype of the dividend, as eager's
         # wrapped scalar (and 1/0 is then inf, not a Python ZeroDivisionError).
         like = ar if isinstance(ar, Tensor) else ai
         br, bi = (torch.as_tensor(v, dtype=like.dtype, device=like.device) for v in (br, bi))
+    elif not isinstance(bi, Tensor) and isinstance(ar, Tensor) and isinstance(ai, Tensor) and _is_plus_zero(bi):
+        return _div_by_real(ar, ai, br)
     abs_br, abs_bi = abs(br), abs(bi)
     re_dominant = abs_br >= abs_bi
     p, q = where(re_dominant, br, bi), where(re_dominant, bi, br)
@@ -189,6 +198,58 @@ def _div(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
     # c = d = 0: a/0 and b/0 give the infinities (or nans) of a real division.
     both_zero = (abs_br == 0) & (abs_bi == 0) if isinstance(abs_br, Tensor) else (abs_br == 0 and abs_bi == 0)
     return where(both_zero, ar / abs_br, re), where(both_zero, ai / abs_br, im)
+
+
+def _float32(v: float) -> float:
+    """``v`` rounded to float32 (to nearest, ties to even), as a Python float."""
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:  # (struct refuses what rounds to infinity)
+        return math.copysign(math.inf, v)
+
+
+#: Rounding of a Python float to each dtype whose arithmetic _div_by_number repeats in Python.
+_ROUNDED = {torch.float64: float, torch.float32: _float32}
+
+
+def _div_by_number(ar: Tensor, ai: Tensor, c: float, d: float) -> tuple[Tensor, Tensor]:
+    """_div for a number divisor c + id (``x / 2``, ``x / n``, gradients of both).
+
+    The divisor's steps of Smith's algorithm (which of c, d dominates, r, p + q r, c = d = 0)
+    are decided here, in the dividend's dtype, instead of traced as tensor ops on constants:
+    they were most of the 79 real nodes a ``x / 2`` lowered to, and Inductor lowers,
+    schedules and generates code for every one (issue #14). Each step rounds as the traced
+    op did: a float32 sum, product or quotient is the double one rounded to float32 (a
+    double carries more than twice float32's digits, so rounding twice is exact), and a
+    product with r is the same float32 product whether r is a 0-dim tensor or a number.
+    """
+    rounded = _ROUNDED[ar.dtype]
+    c, d = rounded(float(c)), rounded(float(d))
+    if c == 0 and d == 0:
+        return ar / 0.0, ai / 0.0  # the infinities (or nans) of a real division
+    re_dominant = abs(c) >= abs(d)  # (False for a nan c: as the traced where)
+    p, q = (c, d) if re_dominant else (d, c)
+    rat = rounded(q / p) if p != 0 else math.nan  # (p = 0 only for c = nan, d = 0: nan / 0)
+    den = rounded(p + rounded(q * rat))
+    if re_dominant:  # n = (a + b r) + i(b - a r)
+        return _add_product(ar, ai, rat) / den, _add_product(ai, -ar, rat) / den
+    return _add_product(ai, ar, rat) / den, _add_product(-ar, ai, rat) / den  # n = (a r + b) + i(b r - a)
+
+
+def _is_plus_zero(v: float) -> bool:
+    return v == 0 and math.copysign(1.0, v) > 0
+
+
+def _div_by_real(ar: Tensor, ai: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """_div for a real tensor divisor c (its imaginary part the +0 of torch's promotion):
+    ``z / z.abs()``, ``x / norm``. Smith's steps with d = +0 known: c dominates unless it
+    is nan, r = +0/c (a zero with the sign of c, nan for c = 0 or nan), p + q r = c, and
+    no product with r underflows; the same values as the general formula, from a third
+    of its nodes."""
+    rat = c.new_zeros(()) / c
+    re, im = (ar + ai * rat) / c, (ai - ar * rat) / c
+    zero = c == 0  # a/0 and b/0 give the infinities (or nans) of a real division
+    return where(zero, ar / abs(c), re), where(zero, ai / abs(c), im)
 
 
 def _times_alpha(alpha: complex | float, br: Part, bi: Part) -> tuple[Part, Part]:
