@@ -481,8 +481,9 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("dtype", DTYPES, ids=_IDS.get)
 def test_division_by_number_or_real_is_the_general_formula(dtype: torch.dtype) -> None:
     # The fast paths decide Smith's steps for the divisor in Python (a number) or from
-    # d = +0 (a real tensor); both must give, bit for bit, what the general formula
-    # traced on a tensor divisor gives: signed zeros, subnormals, overflow, inf and nan.
+    # d = +0 (a real tensor), and a number dividend's terms in Python; each must give,
+    # bit for bit, what the general formula traced on tensors gives: signed zeros,
+    # subnormals, overflow, inf and nan.
     from torchcx.ops import pointwise
 
     z = grid(dtype)
@@ -500,6 +501,12 @@ def test_division_by_number_or_real_is_the_general_formula(dtype: torch.dtype) -
         fast = pointwise._div(a, b, divisor, 0.0)
         for part, (x, y) in zip("re im".split(), zip(fast, general)):
             assert torch.equal(_bits(x), _bits(y)), (c, part)
+    for w in NUMBER_DIVISORS:  # a number dividend (reciprocals, rsqrt, pow(z, -1)) over the grid
+        c, d = (w.real, w.imag) if isinstance(w, complex) else (w, 0.0)
+        general = pointwise._div(torch.full_like(a, c), torch.full_like(a, d), a, b)
+        fast = pointwise._div(c, d, a, b)
+        for part, (x, y) in zip("re im".split(), zip(fast, general)):
+            assert torch.equal(_bits(torch.as_tensor(x, dtype=real).expand_as(y)), _bits(y)), (w, part)
 
 
 # -- accuracy against mpmath ----------------------------------------------------------------

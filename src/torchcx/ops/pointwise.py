@@ -163,11 +163,13 @@ def _add_product(a: Part, x: Part, y: Part) -> Part:
     # compiled with FMA contraction): for a = 0 and a product that underflows
     # to zero the result keeps the product's sign instead of becoming +0.
     p = x * y
-    if not isinstance(y, Tensor):
-        if not y != 0:  # (0 or nan: no product underflows)
-            return a + p
-        return where((a == 0) & (p == 0) & (x != 0), p, a + p)
-    underflow = (a == 0) & (p == 0) & (x != 0) & (y != 0)
+    # A number operand (a divisor's r, a reciprocal's 1 + 0i) decides its term here.
+    if (not isinstance(a, Tensor) and a != 0) or any(not isinstance(v, Tensor) and v == 0 for v in (x, y)):
+        return a + p  # (a is not zero, or a factor is: nothing underflows into a)
+    underflow = p == 0
+    for v, term in ((a, a == 0), (x, x != 0), (y, y != 0)):
+        if isinstance(v, Tensor):
+            underflow = underflow & term
     return where(underflow, p, a + p)
 
 
