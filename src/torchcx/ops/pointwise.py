@@ -246,8 +246,8 @@ def _div_by_real(ar: Tensor, ai: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """_div for a real tensor divisor c (its imaginary part the +0 of torch's promotion):
     ``z / z.abs()``, ``x / norm``. Smith's steps with d = +0 known: c dominates unless it
     is nan, r = +0/c (a zero with the sign of c, nan for c = 0 or nan), p + q r = c, and
-    no product with r underflows; the same values as the general formula, from a third
-    of its nodes."""
+    no product with r underflows; the same values as the general formula, from two
+    fifths of its nodes (30 of 76 for ``x / r``)."""
     rat = c.new_zeros(()) / c
     re, im = (ar + ai * rat) / c, (ai - ar * rat) / c
     zero = c == 0  # a/0 and b/0 give the infinities (or nans) of a real division
