@@ -137,6 +137,16 @@ def compile_seconds(compiler, fn, args, repeat: int = 3, backward: bool = False)
 OPINFO_OPS = "acosh acos atanh asin atan asinh ldexp logaddexp float_power pow sigmoid log1p".split()
 
 
+def first_sample_program(op: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """(function, arguments) of an OpInfo op's first complex64 sample."""
+    sample = next(iter(op.sample_inputs("cpu", torch.complex64, requires_grad=False)))
+
+    def fn(*a, _op=op, _kwargs=sample.kwargs):
+        return _op.op(*a, **_kwargs)
+
+    return fn, (sample.input, *sample.args)
+
+
 def op_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...], bool]]:
     """name -> (function, arguments, with backward)."""
     from torch.testing._internal.common_methods_invocations import op_db
@@ -149,12 +159,7 @@ def op_programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...], bool]]
     for backward in (False, True):
         for name in OPINFO_OPS:
             op = next(o for o in op_db if o.name == name and o.variant_test_name == "")
-            sample = next(iter(op.sample_inputs("cpu", torch.complex64, requires_grad=False)))
-            args = (sample.input, *sample.args)
-
-            def fn(*a, _op=op, _kwargs=sample.kwargs):
-                return _op.op(*a, **_kwargs)
-
+            fn, args = first_sample_program(op)
             out[f"{name} {'fwd+bwd' if backward else 'fwd'}"] = (fn, args, backward)
     # Programs on ComplexTensors reach Inductor as real graphs of their parts (Note [Real
     # graphs get the adjustments too] in torchcx/backend.py).
@@ -178,10 +183,28 @@ def unshared_subexpressions() -> Iterator[None]:
         _inductor_patches._SHARE_SUBEXPRESSIONS = saved
 
 
-def main_ops(baseline: bool, repeat: int, only: str | None = None) -> None:
-    # The process's one-time costs (C++ compiler and ISA probes) go here, not to a row.
+def pay_one_time_costs() -> None:
+    """The process's one-time costs (C++ compiler and ISA probes) paid here, not by a row."""
     torch.compile(lambda a: a.sin() + 1)(torch.randn(8))
     torchcx.compile(lambda a: a * 2)(torch.randn(8, dtype=torch.complex64))
+
+
+def save_results(filename: str, meta: dict[str, Any], results: dict[str, Any]) -> None:
+    """Into benchmarks/results/, with the torch version, threads and load (a shared machine
+    inflates every row)."""
+    meta = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_average": os.getloadavg()[0],
+        **meta,
+    }
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", filename)
+    with open(path, "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=2)
+
+
+def main_ops(baseline: bool, repeat: int, only: str | None = None) -> None:
+    pay_one_time_costs()
     results = {}
     head = f"{'program':<20} {'torch.compile':>14}"
     if baseline:
@@ -200,17 +223,8 @@ def main_ops(baseline: bool, repeat: int, only: str | None = None) -> None:
         row["ratio"] = row["torchcx_s"] / row["torch.compile_s"]
         results[name] = row
         print(line + f" {row['torchcx_s']:8.2f}s {row['ratio']:6.2f}", flush=True)
-    meta = {
-        "torch": torch.__version__,
-        "repeat": repeat,
-        "threads": torch.get_num_threads(),
-        "load_average": os.getloadavg()[0],  # a shared machine inflates every row
-    }
-    if only is not None:
-        return  # (a partial run does not replace the results file)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "compile_time_ops.json")
-    with open(path, "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=2)
+    if only is None:  # (a partial run does not replace the results file)
+        save_results("compile_time_ops.json", {"repeat": repeat}, results)
 
 
 class _Timeout(Exception):
@@ -243,8 +257,7 @@ def main_all_ops(timeout: int, only: str | None = None) -> None:
     from torch.testing._internal.common_methods_invocations import op_db
 
     warnings.filterwarnings("ignore")
-    torch.compile(lambda a: a.sin() + 1)(torch.randn(8))
-    torchcx.compile(lambda a: a * 2)(torch.randn(8, dtype=torch.complex64))
+    pay_one_time_costs()
     ops = [op for op in op_db if torch.complex64 in op.supported_dtypes("cpu")]
     results: dict[str, dict[str, Any]] = {}
     print(f"{'op':<36} {'pass':<8} {'torch.compile':>14} {'torchcx':>9} {'ratio':>6}")
@@ -255,16 +268,11 @@ def main_all_ops(timeout: int, only: str | None = None) -> None:
         backward = op.supports_autograd
         row: dict[str, Any] = {"pass": "fwd+bwd" if backward else "fwd"}
         try:
-            sample = next(iter(op.sample_inputs("cpu", torch.complex64, requires_grad=False)))
+            fn, args = first_sample_program(op)
         except Exception as e:  # noqa: BLE001 (an op without complex64 samples is recorded, not fatal)
             row["error"] = "samples: " + _first_line(e)
             results[name] = row
             continue
-        args = (sample.input, *sample.args)
-
-        def fn(*a, _op=op, _kwargs=sample.kwargs):
-            return _op.op(*a, **_kwargs)
-
         for mode, compiler in (("torch.compile", torch.compile), ("torchcx", torchcx.compile)):
             try:
                 with _time_limit(timeout):
@@ -295,18 +303,9 @@ def main_all_ops(timeout: int, only: str | None = None) -> None:
     for k, r in results.items():
         if "torchcx_s" not in r:
             print(f"  not timed: {k}: {r.get('torchcx_error') or r.get('error')}")
-    if only is not None:
-        return
-    meta = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "timeout_s": timeout,
-        "load_average": os.getloadavg()[0],
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-    }
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "compile_time_all_ops.json")
-    with open(path, "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=2)
+    if only is None:
+        meta = {"timeout_s": timeout, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        save_results("compile_time_all_ops.json", meta, results)
 
 
 def main() -> None:
