@@ -200,6 +200,10 @@ WIDE = np.clongdouble
 
 #: Number exponents of pow (eager's pow(Tensor, Scalar) has fast paths for some).
 POW_SCALARS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 2.5, 4, 1j)
+#: Number bases of pow (pow(Scalar, Tensor), ldexp's 2): finite nonzero ones have their log
+#: computed once (pointwise._cpow_of_number); 3.3 is rounded to float32 first, as eager's;
+#: 0 takes the general formula. At most CHUNK of them: one compilation.
+POW_BASES = (2, 0.5, -1, 1j, -2.5 - 3j, 1e30, 3.3, 0)
 
 
 # -- inputs and comparison -------------------------------------------------------------------
@@ -281,6 +285,8 @@ def _family(family: str) -> tuple[list[str], list[Callable[..., Any]]]:
     if family == "binary":
         names = sorted(BINARY)
         return names, [BINARY[n][0] for n in names]
+    if family == "pow_base":
+        return [str(b) for b in POW_BASES], [lambda z, b=b: torch.pow(b, z) for b in POW_BASES]
     return [str(w) for w in POW_SCALARS], [lambda z, w=w: torch.pow(z, w) for w in POW_SCALARS]
 
 
@@ -402,12 +408,13 @@ def _cases(family: str) -> list[Any]:
     group (together.in_group): they share the chunk's compilation (``_compiled_chunk``), which
     each pytest-xdist worker running one of them would otherwise repeat."""
     cases = []
-    for name in _family(family)[0] if family != "pow_scalar" else ["pow_scalar"]:
+    pow_family = family in ("pow_scalar", "pow_base")  # (one test over all its numbers)
+    for name in _family(family)[0] if not pow_family else [family]:
         for dtype in DTYPES:
             for mode in MODES:
                 case_id = f"{name}-{_IDS[dtype]}-{mode}"
                 if mode == "compiled":
-                    chunk = "" if family == "pow_scalar" else f"-{_chunk(family, name)}"
+                    chunk = "" if pow_family else f"-{_chunk(family, name)}"
                     case_id = in_group(case_id, f"numerics-{family}-{_IDS[dtype]}{chunk}")
                 cases.append(pytest.param(name, dtype, mode, id=case_id))
     return cases
@@ -464,6 +471,22 @@ def test_parity_pow_scalar(name: str, dtype: torch.dtype, mode: str) -> None:
         cx.append(c)
     inputs = [g.repeat(len(POW_SCALARS)), torch.tensor(POW_SCALARS, dtype=dtype).repeat_interleave(g.numel())]
     name = _parity_name("pow_scalar", mode)
+    _check_parity(name, dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
+
+
+@pytest.mark.parametrize("name,dtype,mode", _cases("pow_base"))
+def test_parity_pow_base(name: str, dtype: torch.dtype, mode: str) -> None:
+    # pow(Scalar, Tensor): every number base over the grid, concatenated.
+    g = grid(dtype)
+    eager, ref, cx = [], [], []
+    for b in POW_BASES:
+        compiled = (lambda b=b: _compiled("pow_base", dtype, str(b))) if mode == "compiled" else None
+        e, r, c = run_three_ways(lambda z, b=b: torch.pow(b, z), lambda z, b=b: np.power(b, z), [g], False, compiled)
+        eager.append(e)
+        ref.append(r)
+        cx.append(c)
+    inputs = [torch.tensor(POW_BASES, dtype=dtype).repeat_interleave(g.numel()), g.repeat(len(POW_BASES))]
+    name = _parity_name("pow_base", mode)
     _check_parity(name, dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
 
 

@@ -25,6 +25,7 @@ split) and summed with Knuth's two-sum, so the difference is accurate to about
 
 from __future__ import annotations
 
+import cmath
 import functools
 import math
 import struct
@@ -531,19 +532,36 @@ def _mul_c99(a: Tensor, b: Tensor, c: Tensor, d: Tensor) -> tuple[Tensor, Tensor
     )
 
 
+def _mul_c99_by_finite(a: Tensor, b: Tensor, c: float, d: float) -> tuple[Tensor, Tensor]:
+    """_mul_c99 by a finite number c + id: of its recovery only the steps on a + ib remain
+    (c and d are neither infinite nor nan, so nothing is done to them)."""
+    ac, bd, ad, bc = a * c, b * d, a * d, b * c
+    x, y = ac - bd, ad + bc
+    ab_inf = torch.isinf(a) | torch.isinf(b)
+    a = torch.where(ab_inf, torch.copysign(torch.isinf(a).to(a.dtype), a), a)
+    b = torch.where(ab_inf, torch.copysign(torch.isinf(b).to(b.dtype), b), b)
+    big = ~ab_inf & (torch.isinf(ac) | torch.isinf(bd) | torch.isinf(ad) | torch.isinf(bc))
+    a, b = (torch.where(big & torch.isnan(v), torch.copysign(torch.zeros_like(v), v), v) for v in (a, b))
+    redo = torch.isnan(x) & torch.isnan(y) & (ab_inf | big)
+    return (
+        torch.where(redo, math.inf * (a * c - b * d), x),
+        torch.where(redo, math.inf * (a * d + b * c), y),
+    )
+
+
 def _cpow(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tensor, Tensor]:
     # z^w = exp(w log z): glibc's cpow, which eager calls, with its C99 product
     # (so (inf + nan i)^w is inf + nan i, not nan). log is accurate near |z| = 1
     # and exp reduced, so z^w overflows only when it does.
     if ar.dtype == torch.float32:
-        return _cpow_float32(ar, ai, br, bi)
-    lr, li = _log(ar, ai)
-    return _exp(*_mul_c99(br, bi, lr, li))
+        return _exp_of_product_float32(br, bi, *_log(ar.double(), ai.double()))
+    return _exp(*_mul_c99(br, bi, *_log(ar, ai)))
 
 
-def _cpow_float32(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tensor, Tensor]:
-    # exp multiplies the error of w log z by |w log z|, up to 1e30 on the grid, where
-    # eager's cpowf rounds log z and the product to float32:
+def _exp_of_product_float32(br: Tensor, bi: Tensor, lr: Part, li: Part) -> tuple[Tensor, Tensor]:
+    # exp(w L) for float32 w, L = log z computed in float64 (a tensor, or a number for a
+    # number z). exp multiplies the error of w log z by |w log z|, up to 1e30 on the grid,
+    # where eager's cpowf rounds log z and the product to float32:
     # - The angle Im(w log z) is float32's, from a correctly rounded log z, as eager's:
     #   where it is huge its rounding alone decides the signs of the result, and where
     #   it is pi (0 - 1e20i)^-2 has eager's zero sign. (Sleef's vectorized atan2f, in
@@ -552,12 +570,33 @@ def _cpow_float32(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tenso
     # - The modulus exp(Re(w log z)) is float64's: in float32 the rounding of log|z|
     #   alone is 17 ulps of (1e30 + 1e30i)^(0.5 + 0.5i), eager's 16-ulp bound.
     # exp and sin/cos in float64, rounded once.
-    lr, li = _log(ar.double(), ai.double())
-    mr32, mi = _mul_c99(br, bi, lr.float(), li.float())
+    if isinstance(lr, Tensor) and isinstance(li, Tensor):
+        mr32, mi = _mul_c99(br, bi, lr.float(), li.float())
+    else:
+        mr32, mi = _mul_c99_by_finite(br, bi, _float32(lr), _float32(li))
     # (Where the float32 product is finite, C99's product is the textbook one.)
     mr = torch.where(torch.isfinite(mr32), br.double() * lr - bi.double() * li, mr32.double())
     out_re, out_im = _exp(mr, mi.double())
     return out_re.float(), out_im.float()
+
+
+def _cpow_of_number(a: float, b: float, br: Tensor, bi: Tensor) -> tuple[Tensor, Tensor] | None:
+    """_cpow for a number base a + ib (``2 ** z``, ldexp's power of 2) with a finite, nonzero
+    log: log z is a constant, computed here (glibc's clog, which eager's cpow calls, and
+    CPython's cmath.log are both accurate to an ulp) instead of traced as the log of a
+    tensor filled with z, most of the 233 real nodes of ``2 ** z`` (issue #14). The base is
+    first rounded to the exponent's dtype, as eager wraps it. None where log z is not finite
+    (z = 0, infinite or nan): the general formula's special values decide."""
+    rounded = _ROUNDED.get(br.dtype)
+    if rounded is None:
+        return None
+    a, b = rounded(float(a)), rounded(float(b))
+    if not (math.isfinite(a) and math.isfinite(b)) or (a == 0 and b == 0):
+        return None
+    log_z = cmath.log(complex(a, b))  # (atan2's branch: the sign of a zero b chooses +-pi)
+    if br.dtype == torch.float32:
+        return _exp_of_product_float32(br, bi, log_z.real, log_z.imag)
+    return _exp(*_mul_c99_by_finite(br, bi, log_z.real, log_z.imag))
 
 
 def _tensors(*xs: Part) -> list[Tensor]:
@@ -598,6 +637,11 @@ def pow_impl(ar: Part, ai: Part, br: Part, bi: Part) -> tuple[Part, Part]:
         # 1^w = 1 for every w (eager fills), even where exp(w log 1) is nan.
         br, bi = _tensors(br, bi)
         return torch.ones_like(br), torch.zeros_like(bi)
+    if _is_number(ar) and _is_number(ai):
+        # (_tensors: an exponent with a number part, a real tensor's +0, is filled out)
+        power = _cpow_of_number(ar, ai, *_tensors(br, bi))
+        if power is not None:
+            return power
     return _cpow(*_tensors(ar, ai, br, bi))
 
 
