@@ -458,36 +458,36 @@ def test_parity_binary(name: str, dtype: torch.dtype, mode: str, request: pytest
     _check_parity(_parity_name(name, mode), dtype, inputs, *results)
 
 
-@pytest.mark.parametrize("name,dtype,mode", _cases("pow_scalar"))
-def test_parity_pow_scalar(name: str, dtype: torch.dtype, mode: str) -> None:
-    # pow(Tensor, Scalar): every number exponent over the grid, concatenated.
+def _check_pow_parity(family: str, numbers: tuple[Any, ...], dtype: torch.dtype, mode: str) -> None:
+    """pow of the grid and each of ``numbers`` (exponents for pow_scalar, bases for
+    pow_base) against eager and NumPy, every number's grid concatenated."""
     g = grid(dtype)
+    base = family == "pow_base"
     eager, ref, cx = [], [], []
-    for w in POW_SCALARS:
-        compiled = (lambda w=w: _compiled("pow_scalar", dtype, str(w))) if mode == "compiled" else None
-        e, r, c = run_three_ways(lambda z, w=w: torch.pow(z, w), lambda z, w=w: np.power(z, w), [g], False, compiled)
+    for w in numbers:
+        compiled = (lambda w=w: _compiled(family, dtype, str(w))) if mode == "compiled" else None
+        fn = (lambda z, w=w: torch.pow(w, z)) if base else (lambda z, w=w: torch.pow(z, w))
+        np_fn = (lambda z, w=w: np.power(w, z)) if base else (lambda z, w=w: np.power(z, w))
+        e, r, c = run_three_ways(fn, np_fn, [g], False, compiled)
         eager.append(e)
         ref.append(r)
         cx.append(c)
-    inputs = [g.repeat(len(POW_SCALARS)), torch.tensor(POW_SCALARS, dtype=dtype).repeat_interleave(g.numel())]
-    name = _parity_name("pow_scalar", mode)
-    _check_parity(name, dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
+    inputs = [g.repeat(len(numbers)), torch.tensor(numbers, dtype=dtype).repeat_interleave(g.numel())]
+    if base:
+        inputs.reverse()
+    _check_parity(_parity_name(family, mode), dtype, inputs, *map(np.concatenate, (eager, ref, cx)))
+
+
+@pytest.mark.parametrize("name,dtype,mode", _cases("pow_scalar"))
+def test_parity_pow_scalar(name: str, dtype: torch.dtype, mode: str) -> None:
+    # pow(Tensor, Scalar): every number exponent over the grid.
+    _check_pow_parity("pow_scalar", POW_SCALARS, dtype, mode)
 
 
 @pytest.mark.parametrize("name,dtype,mode", _cases("pow_base"))
 def test_parity_pow_base(name: str, dtype: torch.dtype, mode: str) -> None:
-    # pow(Scalar, Tensor): every number base over the grid, concatenated.
-    g = grid(dtype)
-    eager, ref, cx = [], [], []
-    for b in POW_BASES:
-        compiled = (lambda b=b: _compiled("pow_base", dtype, str(b))) if mode == "compiled" else None
-        e, r, c = run_three_ways(lambda z, b=b: torch.pow(b, z), lambda z, b=b: np.power(b, z), [g], False, compiled)
-        eager.append(e)
-        ref.append(r)
-        cx.append(c)
-    inputs = [torch.tensor(POW_BASES, dtype=dtype).repeat_interleave(g.numel()), g.repeat(len(POW_BASES))]
-    name = _parity_name("pow_base", mode)
-    _check_parity(name, dtype, inputs, np.concatenate(eager), np.concatenate(ref), np.concatenate(cx))
+    # pow(Scalar, Tensor): every number base over the grid.
+    _check_pow_parity("pow_base", POW_BASES, dtype, mode)
 
 
 #: Divisors known at trace time to be a number or real (pointwise._div_by_number and

@@ -502,29 +502,32 @@ def rsqrt_impl(re: Tensor, im: Tensor) -> tuple[Part, Part]:
     return _div(1.0, 0.0, *_sqrt(re, im))
 
 
+def _inf_unit(v: Tensor) -> Tensor:
+    """copysign(isinf(v) ? 1 : 0, v): C99's "box" of an infinite operand."""
+    return torch.copysign(torch.isinf(v).to(v.dtype), v)
+
+
+def _nan_to_zero(v: Tensor, cond: Tensor) -> Tensor:
+    """copysign(0, v) where ``cond`` holds and v is nan."""
+    return torch.where(cond & torch.isnan(v), torch.copysign(torch.zeros_like(v), v), v)
+
+
 def _mul_c99(a: Tensor, b: Tensor, c: Tensor, d: Tensor) -> tuple[Tensor, Tensor]:
     """(a + ib)(c + id) as C99 Annex G defines it (GCC's __muldc3): the textbook
     product, recomputed when both parts come out nan but an operand is infinite
     (or a partial product overflowed), so that inf * finite is an infinity."""
     ac, bd, ad, bc = a * c, b * d, a * d, b * c
     x, y = ac - bd, ad + bc
-
-    def unit(v: Tensor) -> Tensor:  # copysign(isinf(v) ? 1 : 0, v)
-        return torch.copysign(torch.isinf(v).to(v.dtype), v)
-
-    def nan_to_zero(v: Tensor, cond: Tensor) -> Tensor:  # copysign(0, v) where v is nan
-        return torch.where(cond & torch.isnan(v), torch.copysign(torch.zeros_like(v), v), v)
-
     ab_inf = torch.isinf(a) | torch.isinf(b)
     cd_inf = torch.isinf(c) | torch.isinf(d)
-    a = torch.where(ab_inf, unit(a), a)
-    b = torch.where(ab_inf, unit(b), b)
-    c, d = nan_to_zero(c, ab_inf), nan_to_zero(d, ab_inf)
-    c = torch.where(cd_inf, unit(c), c)
-    d = torch.where(cd_inf, unit(d), d)
-    a, b = nan_to_zero(a, cd_inf), nan_to_zero(b, cd_inf)
+    a = torch.where(ab_inf, _inf_unit(a), a)
+    b = torch.where(ab_inf, _inf_unit(b), b)
+    c, d = _nan_to_zero(c, ab_inf), _nan_to_zero(d, ab_inf)
+    c = torch.where(cd_inf, _inf_unit(c), c)
+    d = torch.where(cd_inf, _inf_unit(d), d)
+    a, b = _nan_to_zero(a, cd_inf), _nan_to_zero(b, cd_inf)
     big = ~(ab_inf | cd_inf) & (torch.isinf(ac) | torch.isinf(bd) | torch.isinf(ad) | torch.isinf(bc))
-    a, b, c, d = (nan_to_zero(v, big) for v in (a, b, c, d))
+    a, b, c, d = (_nan_to_zero(v, big) for v in (a, b, c, d))
     redo = torch.isnan(x) & torch.isnan(y) & (ab_inf | cd_inf | big)
     return (
         torch.where(redo, math.inf * (a * c - b * d), x),
@@ -538,10 +541,10 @@ def _mul_c99_by_finite(a: Tensor, b: Tensor, c: float, d: float) -> tuple[Tensor
     ac, bd, ad, bc = a * c, b * d, a * d, b * c
     x, y = ac - bd, ad + bc
     ab_inf = torch.isinf(a) | torch.isinf(b)
-    a = torch.where(ab_inf, torch.copysign(torch.isinf(a).to(a.dtype), a), a)
-    b = torch.where(ab_inf, torch.copysign(torch.isinf(b).to(b.dtype), b), b)
+    a = torch.where(ab_inf, _inf_unit(a), a)
+    b = torch.where(ab_inf, _inf_unit(b), b)
     big = ~ab_inf & (torch.isinf(ac) | torch.isinf(bd) | torch.isinf(ad) | torch.isinf(bc))
-    a, b = (torch.where(big & torch.isnan(v), torch.copysign(torch.zeros_like(v), v), v) for v in (a, b))
+    a, b = _nan_to_zero(a, big), _nan_to_zero(b, big)
     redo = torch.isnan(x) & torch.isnan(y) & (ab_inf | big)
     return (
         torch.where(redo, math.inf * (a * c - b * d), x),
