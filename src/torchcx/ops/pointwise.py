@@ -512,40 +512,29 @@ def _nan_to_zero(v: Tensor, cond: Tensor) -> Tensor:
     return torch.where(cond & torch.isnan(v), torch.copysign(torch.zeros_like(v), v), v)
 
 
-def _mul_c99(a: Tensor, b: Tensor, c: Tensor, d: Tensor) -> tuple[Tensor, Tensor]:
+def _mul_c99(a: Tensor, b: Tensor, c: Part, d: Part) -> tuple[Tensor, Tensor]:
     """(a + ib)(c + id) as C99 Annex G defines it (GCC's __muldc3): the textbook
     product, recomputed when both parts come out nan but an operand is infinite
-    (or a partial product overflowed), so that inf * finite is an infinity."""
+    (or a partial product overflowed), so that inf * finite is an infinity.
+    c + id may be a finite number (a power's constant log): nothing is done to it."""
     ac, bd, ad, bc = a * c, b * d, a * d, b * c
     x, y = ac - bd, ad + bc
-    ab_inf = torch.isinf(a) | torch.isinf(b)
-    cd_inf = torch.isinf(c) | torch.isinf(d)
+    any_inf = ab_inf = torch.isinf(a) | torch.isinf(b)
     a = torch.where(ab_inf, _inf_unit(a), a)
     b = torch.where(ab_inf, _inf_unit(b), b)
-    c, d = _nan_to_zero(c, ab_inf), _nan_to_zero(d, ab_inf)
-    c = torch.where(cd_inf, _inf_unit(c), c)
-    d = torch.where(cd_inf, _inf_unit(d), d)
-    a, b = _nan_to_zero(a, cd_inf), _nan_to_zero(b, cd_inf)
-    big = ~(ab_inf | cd_inf) & (torch.isinf(ac) | torch.isinf(bd) | torch.isinf(ad) | torch.isinf(bc))
-    a, b, c, d = (_nan_to_zero(v, big) for v in (a, b, c, d))
-    redo = torch.isnan(x) & torch.isnan(y) & (ab_inf | cd_inf | big)
-    return (
-        torch.where(redo, math.inf * (a * c - b * d), x),
-        torch.where(redo, math.inf * (a * d + b * c), y),
-    )
-
-
-def _mul_c99_by_finite(a: Tensor, b: Tensor, c: float, d: float) -> tuple[Tensor, Tensor]:
-    """_mul_c99 by a finite number c + id: of its recovery only the steps on a + ib remain
-    (c and d are neither infinite nor nan, so nothing is done to them)."""
-    ac, bd, ad, bc = a * c, b * d, a * d, b * c
-    x, y = ac - bd, ad + bc
-    ab_inf = torch.isinf(a) | torch.isinf(b)
-    a = torch.where(ab_inf, _inf_unit(a), a)
-    b = torch.where(ab_inf, _inf_unit(b), b)
-    big = ~ab_inf & (torch.isinf(ac) | torch.isinf(bd) | torch.isinf(ad) | torch.isinf(bc))
+    number = not isinstance(c, Tensor)
+    if not number:
+        cd_inf = torch.isinf(c) | torch.isinf(d)
+        c, d = _nan_to_zero(c, ab_inf), _nan_to_zero(d, ab_inf)
+        c = torch.where(cd_inf, _inf_unit(c), c)
+        d = torch.where(cd_inf, _inf_unit(d), d)
+        a, b = _nan_to_zero(a, cd_inf), _nan_to_zero(b, cd_inf)
+        any_inf = ab_inf | cd_inf
+    big = ~any_inf & (torch.isinf(ac) | torch.isinf(bd) | torch.isinf(ad) | torch.isinf(bc))
     a, b = _nan_to_zero(a, big), _nan_to_zero(b, big)
-    redo = torch.isnan(x) & torch.isnan(y) & (ab_inf | big)
+    if not number:
+        c, d = _nan_to_zero(c, big), _nan_to_zero(d, big)
+    redo = torch.isnan(x) & torch.isnan(y) & (any_inf | big)
     return (
         torch.where(redo, math.inf * (a * c - b * d), x),
         torch.where(redo, math.inf * (a * d + b * c), y),
@@ -555,16 +544,20 @@ def _mul_c99_by_finite(a: Tensor, b: Tensor, c: float, d: float) -> tuple[Tensor
 def _cpow(ar: Tensor, ai: Tensor, br: Tensor, bi: Tensor) -> tuple[Tensor, Tensor]:
     # z^w = exp(w log z): glibc's cpow, which eager calls, with its C99 product
     # (so (inf + nan i)^w is inf + nan i, not nan). log is accurate near |z| = 1
-    # and exp reduced, so z^w overflows only when it does.
+    # and exp reduced, so z^w overflows only when it does. (float32's log in float64:
+    # _exp_of_product.)
     if ar.dtype == torch.float32:
-        return _exp_of_product_float32(br, bi, *_log(ar.double(), ai.double()))
-    return _exp(*_mul_c99(br, bi, *_log(ar, ai)))
+        ar, ai = ar.double(), ai.double()
+    return _exp_of_product(br, bi, *_log(ar, ai))
 
 
-def _exp_of_product_float32(br: Tensor, bi: Tensor, lr: Part, li: Part) -> tuple[Tensor, Tensor]:
-    # exp(w L) for float32 w, L = log z computed in float64 (a tensor, or a number for a
-    # number z). exp multiplies the error of w log z by |w log z|, up to 1e30 on the grid,
-    # where eager's cpowf rounds log z and the product to float32:
+def _exp_of_product(br: Tensor, bi: Tensor, lr: Part, li: Part) -> tuple[Tensor, Tensor]:
+    """exp(w L) with C99's product, L = log z (tensors, or numbers for a number z; float64
+    for a float32 w)."""
+    if br.dtype != torch.float32:
+        return _exp(*_mul_c99(br, bi, lr, li))
+    # exp multiplies the error of w log z by |w log z|, up to 1e30 on the grid, where
+    # eager's cpowf rounds log z and the product to float32:
     # - The angle Im(w log z) is float32's, from a correctly rounded log z, as eager's:
     #   where it is huge its rounding alone decides the signs of the result, and where
     #   it is pi (0 - 1e20i)^-2 has eager's zero sign. (Sleef's vectorized atan2f, in
@@ -573,10 +566,8 @@ def _exp_of_product_float32(br: Tensor, bi: Tensor, lr: Part, li: Part) -> tuple
     # - The modulus exp(Re(w log z)) is float64's: in float32 the rounding of log|z|
     #   alone is 17 ulps of (1e30 + 1e30i)^(0.5 + 0.5i), eager's 16-ulp bound.
     # exp and sin/cos in float64, rounded once.
-    if isinstance(lr, Tensor) and isinstance(li, Tensor):
-        mr32, mi = _mul_c99(br, bi, lr.float(), li.float())
-    else:
-        mr32, mi = _mul_c99_by_finite(br, bi, _float32(lr), _float32(li))
+    lr32, li32 = (v.float() if isinstance(v, Tensor) else _float32(v) for v in (lr, li))
+    mr32, mi = _mul_c99(br, bi, lr32, li32)
     # (Where the float32 product is finite, C99's product is the textbook one.)
     mr = torch.where(torch.isfinite(mr32), br.double() * lr - bi.double() * li, mr32.double())
     out_re, out_im = _exp(mr, mi.double())
@@ -597,9 +588,7 @@ def _cpow_of_number(a: float, b: float, br: Tensor, bi: Tensor) -> tuple[Tensor,
     if not (math.isfinite(a) and math.isfinite(b)) or (a == 0 and b == 0):
         return None
     log_z = cmath.log(complex(a, b))  # (atan2's branch: the sign of a zero b chooses +-pi)
-    if br.dtype == torch.float32:
-        return _exp_of_product_float32(br, bi, log_z.real, log_z.imag)
-    return _exp(*_mul_c99_by_finite(br, bi, log_z.real, log_z.imag))
+    return _exp_of_product(br, bi, log_z.real, log_z.imag)
 
 
 def _tensors(*xs: Part) -> list[Tensor]:
