@@ -15,9 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.fx._lazy_graph_module import _LazyGraphModule
 
 import torchcx
 import torchcx.backend
+from torchcx._boundary.runtime import BoundaryRuntime
 from torchcx.ops import _registry
 
 aten = torch.ops.aten
@@ -59,12 +61,29 @@ def main(out: str, salt: float) -> None:
     x, p, y = cplx(4, 6, seed=1), cplx(6, seed=2), cplx(4, 6, seed=3)
     x_eager = x.clone()
     expected = inplace_view(x_eager, p, y)
-    got = torchcx.compile(inplace_view)(x, p, y)
+    runtimes: list[BoundaryRuntime] = []
+    call = BoundaryRuntime.__call__
+
+    def spy(self: BoundaryRuntime, *args: Any) -> Any:
+        runtimes.append(self)
+        return call(self, *args)
+
+    BoundaryRuntime.__call__ = spy
+    try:
+        got = torchcx.compile(inplace_view)(x, p, y)
+    finally:
+        BoundaryRuntime.__call__ = call
+    replays = [r._replay for r in runtimes if r._replay is not None]
     results["inplace_view"] = {
         "values": bool(torch.allclose(got, expected)),
         "input_written": bool(torch.allclose(x, x_eager)),
         "aliases_input": got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(),
         "view_of_input": got._base is x,
+        # the view is replayed by the replay graph's generated forward: loaded from the cache,
+        # the graph is a lazy GraphModule, whose stub forward would add a recompilation check
+        # and nn.Module's __call__ to every call
+        "replays_generated_code": bool(replays)
+        and all(getattr(r, "__func__", None) is not _LazyGraphModule._lazy_forward for r in replays),
     }
     lowered_by("inplace_view", before)
 
@@ -91,7 +110,7 @@ def main(out: str, salt: float) -> None:
         # Dynamo is active, which once deadlocked torchcx's compile callbacks
         loss = loss_of(w, a)
         loss.backward()
-        return loss.detach()
+        return loss.detach() * salt  # the graph after the break is this run's own too
 
     before = lowered
     w2 = w_eager.detach().clone().requires_grad_()
