@@ -464,9 +464,8 @@ def _check_pow_parity(family: str, numbers: tuple[Any, ...], dtype: torch.dtype,
     g = grid(dtype)
     base = family == "pow_base"
     eager, ref, cx = [], [], []
-    for w in numbers:
-        compiled = (lambda w=w: _compiled(family, dtype, str(w))) if mode == "compiled" else None
-        fn = (lambda z, w=w: torch.pow(w, z)) if base else (lambda z, w=w: torch.pow(z, w))
+    for name, fn, w in zip(*_family(family), numbers, strict=True):
+        compiled = (lambda name=name: _compiled(family, dtype, name)) if mode == "compiled" else None
         np_fn = (lambda z, w=w: np.power(w, z)) if base else (lambda z, w=w: np.power(z, w))
         e, r, c = run_three_ways(fn, np_fn, [g], False, compiled)
         eager.append(e)
