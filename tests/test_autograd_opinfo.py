@@ -369,7 +369,9 @@ def groupable(op: OpInfo) -> bool:
     )
 
 
-GROUPS = Groups("autograd-compiled", OPS, groupable, compile_gradients_together, alone_families=())
+GROUPS = Groups(
+    "autograd-compiled", OPS, groupable, compile_gradients_together, alone_families=(), alone_ops=frozenset()
+)
 
 
 @pytest.mark.parametrize("op", GROUPS.params(OPS))

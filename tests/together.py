@@ -20,7 +20,7 @@ extern kernel), is not used: its ops are compiled one by one, as without groups,
 warning says which group and why. Ops are never grouped when their test is skipped or
 expected to fail, or when their first sample raises natively (an op must raise compiled
 too: alone); in the forward suite, nor when their family calls extern kernels by design
-(linalg, fft). The gradient suite records no kernel names, so its linalg, FFT and GEMM
+(linalg, fft) or they do (cumprod, logcumsumexp). The gradient suite records no kernel names, so its linalg, FFT and GEMM
 ops are grouped too: compiled alone they were 114 of its tests and 284 s of its 387;
 grouped, the suite takes 157 s (summed test time, ``-n 2``, cold, 2026-12-05, a Sapphire
 Rapids host). ``TORCHCX_OPINFO_ALONE=1`` compiles every op alone.
@@ -60,6 +60,10 @@ ALONE_HINT = "TORCHCX_OPINFO_ALONE=1 compiles each op alone"
 #: which op called which kernel is part of what their tests record.
 ALONE_FAMILIES = ("linalg", "fft")
 
+#: Ops of other families that run as the native kernel by design (Note [Scans run as the
+#: native kernel] in torchcx/ops/reductions.py), recorded as such alone as well.
+ALONE_OPS = frozenset({"cumprod", "logcumsumexp", "masked.cumprod"})
+
 
 class Groups:
     """Ops partitioned into groups compiled together, by a function compiling one group.
@@ -77,10 +81,15 @@ class Groups:
         compile_group: Callable[[list[OpInfo]], dict[str, Any]],
         *,
         alone_families: Sequence[str] = ALONE_FAMILIES,
+        alone_ops: frozenset[str] = ALONE_OPS,
     ) -> None:
         self.name = name
         self.compile_group = compile_group
-        members = [] if ALONE else [op for op in ops if family(op) not in alone_families and eligible(op)]
+        members = [
+            op
+            for op in ops
+            if not ALONE and family(op) not in alone_families and op_id(op) not in alone_ops and eligible(op)
+        ]
         self.index = {op_id(op): i // GROUP_SIZE for i, op in enumerate(members)}
         self.groups: dict[int, list[OpInfo]] = {}
         for op in members:

@@ -351,8 +351,8 @@ def _refuse_externs(gm: fx.GraphModule) -> None:
         dtypes = sorted({str(v.dtype) for v in values if isinstance(v, Tensor) and v.is_complex()})
         if dtypes:
             raise NotImplementedError(
-                f"torchcx.export: {node.target} on {', '.join(dtypes)} runs as the native complex (LAPACK) "
-                "kernel, which a real-only graph cannot hold; compute it outside the exported program"
+                f"torchcx.export: {node.target} on {', '.join(dtypes)} runs as the native complex kernel (LAPACK, "
+                "a scan), which a real-only graph cannot hold; compute it outside the exported program"
             )
 
 

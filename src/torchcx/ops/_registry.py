@@ -117,7 +117,7 @@ _KIND_TEXT = {
 
 _TABLE: dict[Op, OpEntry] = {}
 
-#: Ops torchcx runs as extern kernels over interleaved data (LAPACK): the packets of the
+#: Ops torchcx runs as extern kernels over interleaved data (LAPACK, scans): the packets of the
 #: "extern" entries, filled by ``register``. ``torchcx.export`` reads it to refuse them in a
 #: real-only graph.
 EXTERN_OPS: set[OpOverloadPacket] = set()
