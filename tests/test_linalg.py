@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch._inductor.graph import GraphLowering
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchcx
@@ -779,6 +780,64 @@ def test_compiled_linalg_values_and_gradients(name: str) -> None:
     assert not any(graph.fallbacks for graph in report.graphs)
     if name in EXTERNS:
         assert EXTERNS[name] in externs
+
+
+#: Note [Native gradients]: Dynamo's spellings of the Householder products, and the extern
+#: kernel their backward graph is.
+HOUSEHOLDER = {
+    "linalg.householder_product": (lambda a, t, c: torch.linalg.householder_product(a, t), "householder_product"),
+    "orgqr": (lambda a, t, c: a.orgqr(t), "householder_product"),
+    "ormqr": (lambda a, t, c: torch.ormqr(a, t, c, transpose=True), "ormqr"),
+    "Tensor.ormqr": (lambda a, t, c: a.ormqr(t, c, left=False), "ormqr"),
+}
+
+
+@pytest.mark.parametrize("parts", [None, torch.bfloat16], ids=["native", "bfloat16"])
+@pytest.mark.parametrize("name", list(HOUSEHOLDER))
+def test_householder_gradients_are_one_extern_kernel(
+    name: str, parts: torch.dtype | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The backward graph is one extern call, eager autograd on the native tensors: the
+    # same values as eager (bit for bit), none of the formula's 743 real nodes.
+    fn, op = HOUSEHOLDER[name]
+    g = torch.Generator().manual_seed(5)
+    native = [torch.randn(shape, dtype=torch.complex64, generator=g) for shape in ((2, 5, 4), (2, 4), (2, 5, 5))]
+    cotangent = torch.randn((2, 5, 4) if op == "householder_product" else (2, 5, 5), dtype=torch.complex64, generator=g)
+    if parts is not None:  # values bfloat16 holds: eager computes them in complex64
+        *native, cotangent = [
+            torch.complex(x.real.to(parts).float(), x.imag.to(parts).float()) for x in (*native, cotangent)
+        ]
+
+    def gradients(f: Callable[..., Any], low: torch.dtype | None) -> tuple[Any, ...]:
+        def own(x: torch.Tensor) -> Any:
+            return x.clone() if low is None else torchcx.complex(x.real.to(low), x.imag.to(low))
+
+        leaves = [own(x).requires_grad_() for x in native]
+        out = f(*leaves)
+        grads = torch.autograd.grad(out, leaves[:3] if op == "ormqr" else leaves[:2], own(cotangent))
+        return tuple(x.to_interleaved(torch.complex64) if isinstance(x, ComplexTensor) else x for x in (out, *grads))
+
+    lowered: list[torch.fx.GraphModule] = []
+    init = GraphLowering.__init__
+
+    def recording_init(self: Any, gm: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> None:
+        init(self, gm, *args, **kwargs)
+        lowered.append(gm)
+
+    monkeypatch.setattr(GraphLowering, "__init__", recording_init)
+    expected = gradients(fn, None)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True), _capture() as report:
+        actual = gradients(torchcx.compile(fn, fullgraph=True), parts)
+    assert any("Note [Native gradients]" in line for line in report.rewrites)
+    externs = [[n.args[0] for n in gm.graph.nodes if n.target is torch.ops.torchcx.extern.default] for gm in lowered]
+    assert externs == [[f"torchcx::{op}.default"], [f"torchcx::{op}_backward.default"]], [
+        str(gm.graph) for gm in lowered
+    ]
+    if parts is None:
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    else:  # each result rounded once to bfloat16 parts
+        torch.testing.assert_close(actual, expected, rtol=2**-8, atol=0)
 
 
 @pytest.mark.parametrize("name", ["inv", "det", "solve", "eigvalsh", "matrix_exp"])

@@ -616,6 +616,26 @@ def small_contractions_in_place(gm: fx.GraphModule, rewrites: list[str] | None =
     return _recompiled(gm, replaced)
 
 
+def native_gradients(gm: fx.GraphModule, rewrites: list[str] | None = None) -> int:
+    """Note [Native gradients] (ops/native_gradients.py) on Dynamo's graph: the Householder
+    products of complex tensors become torchcx ops whose gradient is one extern kernel.
+    Returns how many nodes were replaced (each described in ``rewrites``)."""
+    from .ops import native_gradients as native
+
+    replaced = 0
+    for node in gm.graph.nodes:
+        values = [a.meta.get("example_value") for a in node.all_input_nodes]
+        op = native.replacement(node.op, node.target, dict(node.kwargs), values)
+        if op is None:
+            continue
+        spelling = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.target)
+        node.op, node.target = "call_function", op
+        replaced += 1
+        if rewrites is not None:
+            rewrites.append(f"{spelling}: its gradient as one extern kernel (Note [Native gradients])")
+    return _recompiled(gm, replaced)
+
+
 # -- Note [Truncated spectra] ------------------------------------------------------------------
 
 #: How a truncated transform is recognized: FFT spellings as Dynamo records them.

@@ -73,6 +73,7 @@ from ._boundary.spec import boundary_spec, complex_output_strides, has_complex, 
 from ._graph_passes import (
     imaginary_exponentials,
     logical_masks,
+    native_gradients,
     push_conversions_into_cat,
     restore_addcdiv,
     small_contractions_in_place,
@@ -118,6 +119,7 @@ def torchcx_backend(
     restore_addcdiv(gm)  # Note [Dynamo's addcdiv]
     rewrites: list[str] = []
     small_contractions_in_place(gm, rewrites)  # Note [Small contractions in place]
+    native_gradients(gm, rewrites)  # Note [Native gradients]
     if settings["truncated_spectra"]:
         truncated_spectra(gm, rewrites)  # Note [Truncated spectra]
     record_rewrites(rewrites)

@@ -11,7 +11,7 @@ resolved] in ``_registry``.
 import torch
 
 from ..tensor import install_ops
-from . import comparison, creation, extern, fft, indexing, linalg, pointwise, reductions, views  # noqa: F401  (registers the tables)
+from . import comparison, creation, extern, fft, indexing, linalg, native_gradients, pointwise, reductions, views  # noqa: F401  (registers the tables)
 
 if torch.distributed.is_available():  # collectives on the parts (a torch built without distributed has no c10d ops)
     from . import distributed  # noqa: F401
