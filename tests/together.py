@@ -20,7 +20,7 @@ extern kernel), is not used: its ops are compiled one by one, as without groups,
 warning says which group and why. Ops are never grouped when their test is skipped or
 expected to fail, or when their first sample raises natively (an op must raise compiled
 too: alone); in the forward suite, nor when their family calls extern kernels by design
-(linalg, fft) or they do (cumprod, logcumsumexp). The gradient suite records no kernel names, so its linalg, FFT and GEMM
+(linalg, fft) or they do (the scans). The gradient suite records no kernel names, so its linalg, FFT and GEMM
 ops are grouped too: compiled alone they were 114 of its tests and 284 s of its 387;
 grouped, the suite takes 157 s (summed test time, ``-n 2``, cold, 2026-12-05, a Sapphire
 Rapids host). ``TORCHCX_OPINFO_ALONE=1`` compiles every op alone.
@@ -62,7 +62,7 @@ ALONE_FAMILIES = ("linalg", "fft")
 
 #: Ops of other families that run as the native kernel by design (Note [Scans run as the
 #: native kernel] in torchcx/ops/reductions.py), recorded as such alone as well.
-ALONE_OPS = frozenset({"cumprod", "logcumsumexp", "masked.cumprod"})
+ALONE_OPS = frozenset({"cumsum", "cumprod", "logcumsumexp", "masked.cumsum", "masked.cumprod", "cumulative_trapezoid"})
 
 
 class Groups:

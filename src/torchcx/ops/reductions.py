@@ -2,11 +2,11 @@
 
 (``linalg_vector_norm``, which the norms reduce to, is in linalg.py.)
 
-Sums (sum, mean, cumsum) act on each part. Products and log-sum-exps are not
+Sums (sum, mean) act on each part. Products and log-sum-exps are not
 partwise: ``prod`` multiplies in a pairwise tree, so that a compiled graph
-stays a short chain of wide fused kernels rather than a loop, and the scans
-``cumprod`` and ``logcumsumexp`` run as the native kernel (Note [Scans run as
-the native kernel]).
+stays a short chain of wide fused kernels rather than a loop. The scans
+``cumsum``, ``cumprod`` and ``logcumsumexp`` run as the native kernel (Note
+[Scans run as the native kernel]).
 
 float16/bfloat16 parts accumulate in float32 (as torch does for real tensors)
 and the result is rounded once. A ``dtype=`` argument converts the input first,
@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch._ops import OpOverload
 
 from ..tensor import ComplexTensor, component_dtype_of
 from ._common import CType, ctype_of, opmath, register, size_hint, to_complex
@@ -83,14 +84,6 @@ def mean_impl(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: torch
     re, im = _upcast(x)
     m_re, m_im = aten.mean.dim(re, dim, keepdim) + 0.0, aten.mean.dim(im, dim, keepdim) + 0.0
     return rounded(*_times_one(m_re, m_im), ctype_of(x))
-
-
-@register(aten.cumsum.default)
-def cumsum_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Tensor:
-    x = _cast(x, dtype)
-    if not isinstance(x, ComplexTensor):
-        return aten.cumsum(x, dim)
-    return _each_part(x, lambda p: aten.cumsum(p, dim))
 
 
 # -- products ------------------------------------------------------------------------------
@@ -183,37 +176,50 @@ def prod_impl(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype
 
 # Note [Scans run as the native kernel]
 # -------------------------------------
-# cumprod and logcumsumexp run as the native complex kernel (Note [Extern kernels]).
-# Until 2026-12-06 they were Hillis-Steele prefix scans on the parts: ceil(log2 n)
-# rounds of a complex product (or a log-add-exp with eager's special values), each
-# round one elementwise op over the whole tensor. Measured against eager's sequential
-# kernel (one thread, complex64, compiled scan / eager, 2026-12-06):
+# cumsum, cumprod and logcumsumexp run as the native complex kernel (Note [Extern
+# kernels]). Until 2026-12-06 cumprod and logcumsumexp were Hillis-Steele prefix
+# scans on the parts: ceil(log2 n) rounds of a complex product (or a log-add-exp
+# with eager's special values), each round one elementwise op over the whole
+# tensor, and cumsum was ATen's real cumsum of each part. Measured against eager's
+# sequential kernel (one thread, complex64, compiled / eager, 2026-12-06):
 #
-#   shape        cumprod                logcumsumexp
-#   (64,)        85.8 us / 2.9 us       62.6 us / 5.7 us
-#   (8, 256)     144 us / 7.3 us        314 us / 128 us
-#   (64, 1024)   242 us / 145 us        8.6 ms / 4.4 ms
-#   (16, 16384)  1.04 ms / 0.59 ms      43.8 ms / 17.7 ms
+#   shape        cumsum               cumprod              logcumsumexp
+#   (64,)        29.7 us / 1.4 us     85.8 us / 2.9 us     62.6 us / 5.7 us
+#   (8, 256)     37.8 us / 3.3 us     144 us / 7.3 us      314 us / 128 us
+#   (64, 1024)   198 us / 64 us       242 us / 145 us      8.6 ms / 4.4 ms
+#   (16, 16384)  730 us / 252 us      1.04 ms / 0.59 ms    43.8 ms / 17.7 ms
 #
-# A scan's log n rounds each touch every element, where the sequential kernel touches
-# each once, and Inductor cannot fuse the rounds (each reads its neighbours' results).
-# The scans were also the slowest ops to compile (forward and backward, cold:
-# logcumsumexp 8-10 s, cumprod 4-6 s: 360 + 490 real nodes for logcumsumexp), and
-# logcumsumexp could not follow eager's angle where an imaginary part is infinite.
-# The native kernel is eager's result by construction. Their gradients are eager's
-# formulas, whose own scans run as this kernel again. cumsum stays on the parts
-# (it is linear): Inductor runs each part's cumsum as ATen's kernel.
+# A scan's log n rounds each touch every element, where the sequential kernel
+# touches each once, and Inductor cannot fuse the rounds (each reads its
+# neighbours' results). ATen's cumsum costs about 1 ns per element step whatever
+# the element (it accumulates sequentially): a complex element step costs what a
+# real one does, so the two parts' cumsums cost twice the complex one, before the
+# copies that split and join the parts. The scans were also the slowest ops to
+# compile (forward and backward, cold: logcumsumexp 7-10 s, cumprod 4-6 s: 360 + 490
+# real nodes for logcumsumexp), and logcumsumexp could not follow eager's angle
+# where an imaginary part is infinite. The native kernel is eager's result by
+# construction. Their gradients are eager's formulas, whose own scans run as this
+# kernel again.
 register_extern(aten.logcumsumexp.default)
 
 
-@register(aten.cumprod.default, kind="extern")
-def cumprod_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Tensor:
+def _scan_with_dtype(op: OpOverload, x: Tensor, dim: int, dtype: torch.dtype | None) -> Tensor:
     # dtype= converts first, as torch does; the native kernel would round its result
     # to bfloat16/float16 parts even when dtype= asks for wider ones
     x = _cast(x, dtype)
     if not isinstance(x, ComplexTensor):
-        return aten.cumprod(x, dim)
-    return call_extern(aten.cumprod.default, (x, dim), {})
+        return op(x, dim)
+    return call_extern(op, (x, dim), {})
+
+
+@register(aten.cumsum.default, kind="extern")
+def cumsum_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Tensor:
+    return _scan_with_dtype(aten.cumsum.default, x, dim, dtype)
+
+
+@register(aten.cumprod.default, kind="extern")
+def cumprod_impl(x: Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Tensor:
+    return _scan_with_dtype(aten.cumprod.default, x, dim, dtype)
 
 
 @register(aten.logsumexp.default)
