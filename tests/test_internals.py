@@ -88,8 +88,20 @@ def _index_propagation():
     return index_propagation
 
 
+def _custom_extern_codegen():
+    from torch._inductor.codegen import custom_extern_kernel_codegen
+
+    return custom_extern_kernel_codegen
+
+
 # (adjustment, its context manager, how to remove the internal it patches)
 MISSING = [
+    (
+        "Extern calls without the dispatcher",
+        _inductor_patches._direct_extern_calls,
+        # (Inductor's modules imported first: its wrapper imports the registry's table)
+        lambda mp: _cpp() and _lowering() and mp.delattr(_custom_extern_codegen(), "CUSTOM_EXTERN_KERNEL_CODEGEN"),
+    ),
     (
         "Vectorized bitcasts",
         _inductor_patches._vectorized_bitcasts,
@@ -160,6 +172,7 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(_async_compile().AsyncCompile)),
         dict(vars(cpp.CppScheduling)),
         dict(vars(_cpu_vec_isa().VecISA)),
+        dict(getattr(_custom_extern_codegen(), "CUSTOM_EXTERN_KERNEL_CODEGEN", {})),
     )
     with caplog.at_level("WARNING"):
         for _ in range(2):
@@ -177,8 +190,20 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
         dict(vars(_async_compile().AsyncCompile)),
         dict(vars(cpp.CppScheduling)),
         dict(vars(_cpu_vec_isa().VecISA)),
+        dict(getattr(_custom_extern_codegen(), "CUSTOM_EXTERN_KERNEL_CODEGEN", {})),
     )
     assert after == before  # nothing was patched
+
+
+def test_extern_calls_skip_the_dispatcher():
+    # Note [Extern calls without the dispatcher]: the wrapper calls torchcx's kernel function,
+    # with the same arguments; Inductor's registry holds no entry outside torchcx's compiles.
+    x = torch.randn(2, 8, dtype=torch.complex64)
+    out, code = compiled(lambda z: torch.cumsum(z, 1) * 2, x)
+    torch.testing.assert_close(out, torch.cumsum(x, 1) * 2, rtol=0, atol=0)
+    assert "= torchcx_extern_kernel('aten::cumsum.default', " in code
+    assert "torch.ops.torchcx.extern.default(" not in code
+    assert _inductor_patches._EXTERN_OP not in _custom_extern_codegen().CUSTOM_EXTERN_KERNEL_CODEGEN
 
 
 def test_all_adjustments_apply_on_this_torch(caplog, fresh_warnings):

@@ -12,9 +12,10 @@ whole integer vectors directly (Note [Full vector loads]); one stores broadcast
 transcendental values instead of recomputing them (Note [Heavy values computed
 once]). None of these changes what a graph computes. One makes a vectorized
 expm1 as accurate as eager's (Note [Accurate expm1]); one skips Inductor's ISA probe
-where it already succeeded for the same files (Note [The ISA probe remembered]); the
-last lets graphs with nan constants compile (Note [Nan constants in index
-propagation]).
+where it already succeeded for the same files (Note [The ISA probe remembered]); one
+lets graphs with nan constants compile (Note [Nan constants in index
+propagation]); the last calls extern kernels without the dispatcher (Note [Extern
+calls without the dispatcher]).
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -147,6 +148,20 @@ Inductor had folded the parts to nan constants (``0 / 0`` of an input zeroed in
 place, found by the differential fuzzer), compilation failed. For a nan operand
 we return ``NotImplemented``, Inductor's own answer for values it cannot
 represent: the op is then computed in the kernel, and propagates the nan.
+
+Note [Extern calls without the dispatcher]
+------------------------------------------
+Inductor's Python wrapper calls a fallback op through the dispatcher
+(``torch.ops.torchcx.extern.default(op, spec, tensors, ints)``), which for
+torchcx's extern op lands in its Python kernel after a C++ round trip: 6 us of
+the 22 us an extern call of a 64-point FFT cost (the FFT itself 8-9 us; one
+thread, 2026-12-06). Every compiled FFT and GEMM is such a call, and at small
+sizes they decide whether a compiled program beats eager. Inductor's registry of
+custom codegen for fallback kernels (``CUSTOM_EXTERN_KERNEL_CODEGEN``, keyed by
+the op's Python name) lets the wrapper call torchcx's kernel function directly
+instead: the same function, the same arguments, and its results cloned where they
+alias an input as before (``extern._call_plan``). The entry exists only while
+torchcx compiles, and only torchcx's graphs hold the op.
 
 Note [Full vector loads]
 ------------------------
@@ -297,6 +312,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "('can be further revised')",
         "checked",
     ),
+    "Extern calls without the dispatcher": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor python wrapper custom op "
+        "dispatcher overhead, fallback kernel call overhead); the registry it uses is Inductor's own, "
+        "added for the print HOP (torch/_inductor/codegen/custom_extern_kernel_codegen.py)",
+        "checked",
+    ),
     "Large intermediates freed between kernels": (
         "no upstream issue found (searched pytorch/pytorch issues: inductor cpp KernelGroup flush peak memory, "
         "cpu fused kernel buffers freed late, cpp_fused intermediate buffer reuse)",
@@ -395,6 +416,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_heavy_values_computed_once())
         stack.enter_context(_strides_of_linear_indices())
         stack.enter_context(_full_vector_loads())
+        stack.enter_context(_direct_extern_calls())
         if config.free_large_intermediates:
             stack.enter_context(_large_intermediates_freed())
         if config.batch_kernels:
@@ -685,6 +707,46 @@ def _nan_constants_not_compared() -> Iterator[None]:
     finally:
         for name, original in originals.items():
             setattr(ops, name, original)
+
+
+#: The Python name of torchcx's extern op in Inductor's wrapper, and what calls it instead.
+_EXTERN_OP = "torch.ops.torchcx.extern.default"
+_EXTERN_KERNEL = "torchcx_extern_kernel"
+
+
+@contextlib.contextmanager
+def _direct_extern_calls() -> Iterator[None]:
+    """Note [Extern calls without the dispatcher] (no upstream issue found: ``ADJUSTMENTS``)."""
+    adjustment = "Extern calls without the dispatcher"
+    try:
+        from torch._inductor.codegen import custom_extern_kernel_codegen as registry
+    except ImportError:
+        cannot_apply(adjustment, "torch._inductor.codegen.custom_extern_kernel_codegen does not import")
+        yield
+        return
+    table = getattr(registry, "CUSTOM_EXTERN_KERNEL_CODEGEN", None)
+    custom = getattr(registry, "CustomCodegen", None)
+    if not isinstance(table, dict) or custom is None or _EXTERN_OP in table:
+        cannot_apply(adjustment, "CUSTOM_EXTERN_KERNEL_CODEGEN or CustomCodegen is missing, or has the op")
+        yield
+        return
+    table[_EXTERN_OP] = custom(python=_extern_call_line)
+    try:
+        yield
+    finally:
+        del table[_EXTERN_OP]
+
+
+def _extern_call_line(node: Any, writeline: Any) -> None:
+    """``bufN = torchcx_extern_kernel(op, spec, tensors, ints)``, the import once per module."""
+    from torch._inductor.virtualized import V
+
+    wrapper = V.graph.wrapper_code
+    if not getattr(wrapper, "_torchcx_extern_imported", False):
+        wrapper.header.writeline(f"from torchcx.ops.extern import extern_kernel as {_EXTERN_KERNEL}")
+        wrapper._torchcx_extern_imported = True
+    args = [*node.codegen_args(), *node.codegen_kwargs()]
+    writeline(f"{node.get_name()} = {_EXTERN_KERNEL}({', '.join(args)})")
 
 
 @contextlib.contextmanager
