@@ -43,6 +43,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 import torchcx
 from torchcx import _inductor_patches
+from torchcx.bench.limits import describe_machine
 
 
 def chain(x, y):
@@ -191,11 +192,13 @@ def pay_one_time_costs() -> None:
 
 def save_results(filename: str, meta: dict[str, Any], results: dict[str, Any]) -> None:
     """Into benchmarks/results/, with the torch version, threads and load (a shared machine
-    inflates every row)."""
+    inflates every row), and the machine and torchcx commit (rows from two runs compare
+    only on the same machine)."""
     meta = {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0],
+        "machine": describe_machine(torch.device("cpu")),
         **meta,
     }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", filename)
