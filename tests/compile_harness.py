@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
+from torch._inductor.graph import GraphLowering
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
@@ -58,6 +59,23 @@ def record_inductor_graphs() -> Iterator[RealOnlyRecorder]:
     recorder = RealOnlyRecorder()
     with torch._inductor.config.patch(post_grad_custom_post_pass=recorder, fx_graph_cache=False):
         yield recorder
+
+
+@contextlib.contextmanager
+def record_lowered_graphs() -> Iterator[list[torch.fx.GraphModule]]:
+    """The real graphs Inductor lowers within the block (what ``GraphLowering`` is given), in order."""
+    graphs: list[torch.fx.GraphModule] = []
+    init = GraphLowering.__init__
+
+    def recording_init(self: Any, gm: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> None:
+        init(self, gm, *args, **kwargs)
+        graphs.append(gm)
+
+    GraphLowering.__init__ = recording_init
+    try:
+        yield graphs
+    finally:
+        GraphLowering.__init__ = init
 
 
 def storages(x: Any) -> list[tuple[Any, torch.Tensor]]:

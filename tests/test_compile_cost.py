@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 from torch._inductor import ir, loop_body
-from torch._inductor.graph import GraphLowering
 from torch._inductor.utils import run_and_get_code
 
 import torchcx
+from compile_harness import record_lowered_graphs
 from torchcx import _inductor_patches
 from torchcx.bench.workloads.quantum import apply_gate
 
@@ -23,31 +23,24 @@ from torchcx.bench.workloads.quantum import apply_gate
 def compile_and_count(fn, *args, graphs: list | None = None):
     """(ops traced into Inductor loop bodies, nodes of the real graphs Inductor lowered, generated code);
     those graphs appended to ``graphs``."""
-    traced = nodes = 0
+    traced = 0
     init = loop_body.LoopBodyBlock.__init__
-    lowering_init = GraphLowering.__init__
 
     def counting_init(self, *a, **k):
         nonlocal traced
         init(self, *a, **k)
         traced += len(self.graph.nodes)
 
-    def counting_lowering_init(self, gm, *a, **k):
-        nonlocal nodes
-        lowering_init(self, gm, *a, **k)
-        nodes += len(gm.graph.nodes)
-        if graphs is not None:
-            graphs.append(gm)
-
     loop_body.LoopBodyBlock.__init__ = counting_init
-    GraphLowering.__init__ = counting_lowering_init
     try:
         torch._dynamo.reset()
-        with torch._inductor.config.patch(force_disable_caches=True):
+        with torch._inductor.config.patch(force_disable_caches=True), record_lowered_graphs() as lowered:
             out, code = run_and_get_code(torchcx.compile(fn), *args)
     finally:
         loop_body.LoopBodyBlock.__init__ = init
-        GraphLowering.__init__ = lowering_init
+    nodes = sum(len(gm.graph.nodes) for gm in lowered)
+    if graphs is not None:
+        graphs.extend(lowered)
     assert traced > 0 and nodes > 0  # the hooks still see Inductor's work
     return traced, nodes, "\n".join(code), out
 

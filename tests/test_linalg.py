@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from torch._inductor.graph import GraphLowering
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchcx
-from compile_harness import record_inductor_graphs
+from compile_harness import record_inductor_graphs, record_lowered_graphs
 from torchcx import ComplexTensor, _lowering
 from torchcx.explain import _capture
 from torchcx.ops import linalg
@@ -794,9 +793,7 @@ HOUSEHOLDER = {
 
 @pytest.mark.parametrize("parts", [None, torch.bfloat16], ids=["native", "bfloat16"])
 @pytest.mark.parametrize("name", list(HOUSEHOLDER))
-def test_householder_gradients_are_one_extern_kernel(
-    name: str, parts: torch.dtype | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_householder_gradients_are_one_extern_kernel(name: str, parts: torch.dtype | None) -> None:
     # The backward graph is one extern call, eager autograd on the native tensors: the
     # same values as eager (bit for bit), none of the formula's 743 real nodes.
     fn, op = HOUSEHOLDER[name]
@@ -817,17 +814,13 @@ def test_householder_gradients_are_one_extern_kernel(
         grads = torch.autograd.grad(out, leaves[:3] if op == "ormqr" else leaves[:2], own(cotangent))
         return tuple(x.to_interleaved(torch.complex64) if isinstance(x, ComplexTensor) else x for x in (out, *grads))
 
-    lowered: list[torch.fx.GraphModule] = []
-    init = GraphLowering.__init__
-
-    def recording_init(self: Any, gm: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> None:
-        init(self, gm, *args, **kwargs)
-        lowered.append(gm)
-
-    monkeypatch.setattr(GraphLowering, "__init__", recording_init)
     expected = gradients(fn, None)
     torch._dynamo.reset()
-    with torch._inductor.config.patch(force_disable_caches=True), _capture() as report:
+    with (
+        torch._inductor.config.patch(force_disable_caches=True),
+        record_lowered_graphs() as lowered,
+        _capture() as report,
+    ):
         actual = gradients(torchcx.compile(fn, fullgraph=True), parts)
     assert any("Note [Native gradients]" in line for line in report.rewrites)
     externs = [[n.args[0] for n in gm.graph.nodes if n.target is torch.ops.torchcx.extern.default] for gm in lowered]

@@ -624,8 +624,7 @@ def native_gradients(gm: fx.GraphModule, rewrites: list[str] | None = None) -> i
 
     replaced = 0
     for node in gm.graph.nodes:
-        values = [a.meta.get("example_value") for a in node.all_input_nodes]
-        op = native.replacement(node.op, node.target, dict(node.kwargs), values)
+        op = native.replacement(node)
         if op is None:
             continue
         spelling = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.target)

@@ -28,11 +28,11 @@ differentiable), so no double backward is lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, fx
 from torch._ops import OpOverload
 
 from .extern import register_extern
@@ -91,8 +91,7 @@ ormqr = _define("ormqr", aten.ormqr.default, 3)
 #: Dynamo's spellings of the ops (targets of call_function nodes, names of call_method
 #: nodes) -> the torchcx op that replaces them, for complex inputs.
 SPELLINGS: dict[Any, OpOverload] = {
-    torch._C._linalg.linalg_householder_product: householder_product,
-    torch.linalg.householder_product: householder_product,
+    torch.linalg.householder_product: householder_product,  # (torch._C._linalg's function)
     torch.orgqr: householder_product,
     "orgqr": householder_product,
     torch.ormqr: ormqr,
@@ -100,14 +99,12 @@ SPELLINGS: dict[Any, OpOverload] = {
 }
 
 
-def replacement(op: str, target: Any, kwargs: dict[str, Any], values: Sequence[Any]) -> OpOverload | None:
-    """The torchcx op for a Dynamo node (``op`` "call_function" or "call_method"), or None."""
-    if op not in ("call_function", "call_method") or "out" in kwargs:
+def replacement(node: fx.Node) -> OpOverload | None:
+    """The torchcx op for a node of Dynamo's graph, or None."""
+    if node.op not in ("call_function", "call_method") or "out" in node.kwargs:
         return None
-    try:
-        found = SPELLINGS.get(target)
-    except TypeError:  # an unhashable target
+    found = SPELLINGS.get(node.target)
+    if found is None:
         return None
-    if found is None or not any(isinstance(v, Tensor) and v.is_complex() for v in values):
-        return None
-    return found
+    values = [a.meta.get("example_value") for a in node.all_input_nodes]
+    return found if any(isinstance(v, Tensor) and v.is_complex() for v in values) else None
