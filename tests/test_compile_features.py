@@ -404,13 +404,65 @@ def test_elementwise_chain_computes_its_transcendentals_once():
 
     from torchcx.bench.workloads.elementwise import chain
 
-    x, y = (torch.randn(4, 256, dtype=torch.complex64, generator=torch.Generator().manual_seed(s)) for s in (0, 1))
+    # (2^16 elements: the fewest that Note [Reductions fused with their producers] fuses)
+    x, y = (torch.randn(4, 16384, dtype=torch.complex64, generator=torch.Generator().manual_seed(s)) for s in (0, 1))
     torch._dynamo.reset()
     with torch._inductor.config.patch(force_disable_caches=True):
         got, codes = run_and_get_code(torchcx.compile(chain), x, y)
     torch.testing.assert_close(got, chain(x, y))
     code = "\n".join(codes)
-    assert (code.count(".hypot("), code.count(".sin()"), code.count(".cos()")) == (1, 1, 1)
+    # (the hypot as Note [Hypot of floats in double] writes it: one square root of doubles)
+    assert (code.count("(a * a + b * b).sqrt()"), code.count(".sin()"), code.count(".cos()")) == (1, 1, 1)
+    # Note [Reductions fused with their producers]: one loop nest writes z and sums its norms; z's
+    # parts never leave it (the kernel's only float output is the sum).
+    assert code.count("for(int64_t x1=") == 1 and code.count("float* out_ptr") == 1, code
+
+
+def test_a_row_reduction_over_leading_dimensions_keeps_its_loops():
+    # Note [Reductions fused with their producers] leaves a reduction over dim 0 alone: its loops
+    # are not the producer's, and the values are eager's.
+    x = torch.randn(16, 4096, dtype=torch.complex64, generator=torch.Generator().manual_seed(2))
+
+    def program(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = x * torch.exp(1j * x.abs())
+        return z, z.abs().sum(0) + (z * z).real.sum(-1).sum()
+
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        got = torchcx.compile(program)(x)
+    torch.testing.assert_close(got, program(x))
+
+
+# Operands of hypot where Note [Hypot of floats in double] must agree with C99 and round well:
+# signed zeros, subnormals, the overflow and underflow thresholds of re^2 + im^2, infinities
+# beside nan.
+_HYPOT_EDGES = [0.0, -0.0, 1e-45, -1e-40, 1e-30, 1.5e-19, 1.0, 3.0, 1e19, 2e19, 1e30, 3.4e38, math.inf, -math.inf]
+
+
+def test_hypot_of_floats_in_double_is_correctly_rounded():
+    from torch._inductor.utils import run_and_get_code
+
+    edges = torch.tensor(_HYPOT_EDGES + [math.nan])
+    re, im = (t.reshape(-1) for t in torch.meshgrid(edges, edges, indexing="ij"))
+    g = torch.Generator().manual_seed(3)
+    scale = torch.exp(torch.empty(4096).uniform_(-80, 80, generator=g))  # magnitudes 1e-35 .. 1e35
+    re = torch.cat([re, torch.randn(4096, generator=g) * scale]).contiguous()
+    im = torch.cat([im, torch.randn(4096, generator=g) * scale.flip(0)]).contiguous()
+    z = torch.complex(re, im)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        got, codes = run_and_get_code(torchcx.compile(torch.abs), z)
+    assert "(a * a + b * b).sqrt()" in "\n".join(codes), "hypot of floats in double did not take effect"
+    # The exact modulus rounded once (from float64, which holds re^2 + im^2 to 2^-53): the
+    # compiled result is that value; eager's (Sleef's hypotf, 0.5001 ULP) is within one ULP.
+    exact = torch.hypot(re.double(), im.double()).float()
+    torch.testing.assert_close(got, exact, rtol=0, atol=0, equal_nan=True)
+    eager = torch.abs(z)
+    assert torch.equal(got.isnan(), eager.isnan()) and torch.equal(got.isinf(), eager.isinf())
+    finite = eager.isfinite()
+    ulp = torch.nextafter(eager[finite], torch.tensor(math.inf)) - eager[finite]
+    assert bool(((got[finite] - eager[finite]).abs() <= ulp).all())
+    assert bool((got[re.isinf() | im.isinf()] == math.inf).all())  # C99: hypot(inf, nan) = inf
 
 
 # -- nested compile regions (Note [Nested compile regions]) ---------------------------------------

@@ -109,6 +109,16 @@ MISSING = [
     ),
     ("Accurate expm1", _inductor_patches._accurate_expm1, lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None)),
     (
+        "Hypot of floats in double",
+        _inductor_patches._hypot_in_double,
+        lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None),
+    ),
+    (
+        "Reductions fused with their producers",
+        _inductor_patches._reductions_fused_with_producers,
+        lambda mp: mp.delattr(_cpp().CppScheduling, "_why_fuse_nodes"),
+    ),
+    (
         "Bitcasts of computed values",
         _inductor_patches._pointwise_bitcasts,
         lambda mp: mp.delitem(_lowering().lowerings, torch.ops.aten.view.dtype),

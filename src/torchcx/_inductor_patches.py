@@ -11,7 +11,10 @@ linear indices without SymPy's simplify (Note [Strides of linear indices]); one 
 whole integer vectors directly (Note [Full vector loads]); one stores broadcast
 transcendental values instead of recomputing them (Note [Heavy values computed
 once]). None of these changes what a graph computes. One makes a vectorized
-expm1 as accurate as eager's (Note [Accurate expm1]); one skips Inductor's ISA probe
+expm1 as accurate as eager's (Note [Accurate expm1]); one computes the hypot of
+floats in double, faster and as accurate (Note [Hypot of floats in double]); one runs a
+pointwise producer in the loops of its row reduction (Note [Reductions fused with their
+producers]); one skips Inductor's ISA probe
 where it already succeeded for the same files (Note [The ISA probe remembered]); one
 lets graphs with nan constants compile (Note [Nan constants in index
 propagation]); the last calls extern kernels without the dispatcher (Note [Extern
@@ -137,6 +140,54 @@ precisely to avoid that cancellation (``expm1_impl``), so while torchcx compiles
 we emit ATen's ``Vectorized::expm1()``, as upstream did after torch 2.13
 (pytorch/pytorch#189803, fixed by #190533). The compiled edge-value parity test
 (tests/test_numerics.py) fails when this stops taking effect.
+
+Note [Hypot of floats in double]
+--------------------------------
+|z| of a complex64 value is ``hypot(re, im)``, and Inductor's vectorized hypot
+is ATen's ``Vectorized<float>::hypot``, Sleef's ``hypotf`` (0.5001 ULP), which
+rescales through a division: in the suite's elementwise chain at 2^20 elements
+it took 1.5 ms of the kernel's 3.4 ms (one thread, AMD Zen 4, 2026-12-06),
+where a plain ``sqrt(re^2 + im^2)`` takes 0.1 ms but loses accuracy and
+overflows from 1.9e19. While torchcx compiles, a vectorized float32 hypot is
+``sqrt(double(a)^2 + double(b)^2)`` rounded to float: the squares of 24-bit
+significands are exact in double, the sum and the root each round at 2^-53,
+so the float result is within 0.5 ULP plus 2^-29 ULP of the exact value (the
+rounding of 1/2^29 of halfway cases aside: at least as accurate as Sleef),
+and nothing overflows or underflows (float's range squared lies inside
+double's). C99 wants ``hypot(inf, nan) = inf`` where the sum is nan, so an
+infinite operand is blended in. glibc's scalar ``hypotf`` (``std::hypot``, the
+scalar loop's code) is the same formula, so vector body and scalar tail agree.
+The kernel took 2.5 ms (hypot 0.55 ms). float64 hypot keeps Sleef's.
+
+Note [Reductions fused with their producers]
+--------------------------------------------
+``z = f(x); return z, (z * z.conj()).real.sum(-1)`` computes ``z``'s parts in
+one pointwise loop, stores them, and reads them back in the reduction's loop:
+Inductor's C++ scheduler fuses a pointwise node into a reduction only when
+its loop ranges are the reduction's (``vars1 == vars2 + reduce2``,
+``ReasonFusedNodes.COMPATIBLE_REDUCTION``), and the pointwise node's
+contiguous (16, 65536) had been merged into one loop of 1048576 by
+``simplify_loops``. Its "compatible ranges" recomputation (sizes recomputed
+under the other node's index expressions) exists only between pointwise
+nodes. While torchcx compiles, a pointwise node (or group) whose element count
+equals a reduction's, and whose buffers have the same default loop ranges as
+the reduction's, has its sizes recomputed under the reduction's index
+expressions, as a query (the loop states are restored) and then for the
+fusion; where that gives the reduction's ranges, they fuse as
+``COMPATIBLE_REDUCTION`` nodes always do, and the parts no longer leave the
+kernel (its planar buffers are removed). The suite's elementwise chain at
+2^20 elements lost its second kernel and 8 bytes of the 40 it moved per
+element. The chain, fused against not (with the hypot of Note [Hypot of floats
+in double] both ways; one thread, AMD Zen 4, 2026-12-06,
+``benchmarks/kernel_adjustments.py``): 0.729 -> 0.679 ms at 2^18 elements,
+3.15 -> 2.87 ms at 2^20, 40 -> 28 ms at 2^22; the same at 2^14 and 2^16, and
+12% slower at 2^12 (0.038 -> 0.043 ms), where the stored values never leave
+the L2 cache and the reduction's accumulation in the loop costs more than it
+saves. So only producers of at least ``_FUSED_ELEMENTS_MIN`` (2^16) elements
+fuse, and only into rows of at least ``_FUSED_ROW_MIN`` (32): at 16 elements
+a row, one vector per row, the fused kernel ran 6% slower (the math of
+successive rows no longer overlaps), at 32 and 64 the same. A reduction over
+leading dimensions has other default ranges and is left alone.
 
 Note [Nan constants in index propagation]
 -----------------------------------------
@@ -295,6 +346,17 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
     ),
     "Shared subexpressions": ("pytorch/pytorch#148073", "checked"),
     "Accurate expm1": ("pytorch/pytorch#189803, fixed by pytorch/pytorch#190533 (after 2.13)", "checked"),
+    "Hypot of floats in double": (
+        "no upstream issue found (searched pytorch/pytorch issues: Vectorized hypot slow, Sleef hypotf "
+        "performance, inductor cpp hypot vectorization)",
+        "checked",
+    ),
+    "Reductions fused with their producers": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpp fuse pointwise into reduction "
+        "different loop ranges, COMPATIBLE_REDUCTION simplify_loops, cpp reduction reads intermediate buffer); "
+        "the scheduler's own TODO in CppScheduling._why_fuse_nodes ('allow fusion pointwise (vars1, ()) suffix')",
+        "checked",
+    ),
     "The ISA probe remembered": (
         "pytorch/pytorch#100378 (the ISA check's startup cost; upstream caches the test build, the dlopen "
         "probe still runs in every process); no issue found for the probe itself (searched: inductor VecISA "
@@ -411,6 +473,8 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_pointwise_bitcasts())
         stack.enter_context(_shared_subexpressions())
         stack.enter_context(_accurate_expm1())
+        stack.enter_context(_hypot_in_double())
+        stack.enter_context(_reductions_fused_with_producers())
         stack.enter_context(_isa_probe_remembered())
         stack.enter_context(_nan_constants_not_compared())
         stack.enter_context(_heavy_values_computed_once())
@@ -613,6 +677,127 @@ def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
     Works around pytorch/pytorch#189803 (fixed upstream by #190533, after torch 2.13).
     """
     return _vec_override("expm1", lambda original: lambda x: f"{x}.expm1()", "Accurate expm1")
+
+
+def _hypot_in_double() -> contextlib.AbstractContextManager[None]:
+    """Note [Hypot of floats in double] (no upstream issue found: ``ADJUSTMENTS``)."""
+
+    def make(original: Any) -> Any:
+        from torch._inductor.virtualized import V
+
+        def hypot(a, b):  # noqa: ANN001, ANN202
+            kernel = V.kernel
+            if not (
+                getattr(a, "dtype", None) == getattr(b, "dtype", None) == torch.float32
+                and hasattr(kernel, "_get_num_vectors")
+            ):
+                return original(a, b)
+            n = kernel._get_num_vectors(torch.float32)
+            wide = f"at::vec::convert<double, {2 * n}, float, {n}>"
+            return (
+                f"[&] {{ using V = std::decay_t<decltype({a})>; "
+                f"auto a = {wide}({a}); auto b = {wide}({b}); "
+                f"V r = at::vec::convert<float, {n}, double, {2 * n}>((a * a + b * b).sqrt()); "
+                "V inf(std::numeric_limits<float>::infinity()); "
+                f"return V::blendv(r, inf, (V({a}).abs() == inf) | (V({b}).abs() == inf)); }}()"
+            )
+
+        return hypot
+
+    return _vec_override("hypot", make, "Hypot of floats in double")
+
+
+#: Note [Reductions fused with their producers]: the shortest innermost reduction range a producer
+#: is fused into (its loop then runs a few vectors per row, enough to overlap their math), and the
+#: fewest elements (below, the values it would store stay in the L2 cache anyway).
+_FUSED_ROW_MIN = 32
+_FUSED_ELEMENTS_MIN = 1 << 16
+
+
+@contextlib.contextmanager
+def _reductions_fused_with_producers() -> Iterator[None]:
+    """Note [Reductions fused with their producers] (upstream: ``ADJUSTMENTS``)."""
+    adjustment = "Reductions fused with their producers"
+    try:
+        from torch._inductor.codegen import cpp
+        from torch._inductor.scheduler import FusedSchedulerNode, SchedulerNode
+        from torch._inductor.utils import sympy_product
+        from torch._inductor.virtualized import V
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.codegen.cpp or .scheduler does not import")
+        yield
+        return
+    scheduling = getattr(cpp, "CppScheduling", None)
+    why, fuse = (vars(scheduling).get(name) for name in ("_why_fuse_nodes", "fuse")) if scheduling else (None, None)
+    compatible = getattr(getattr(cpp, "ReasonFusedNodes", None), "COMPATIBLE_REDUCTION", None)
+    needed = [
+        (SchedulerNode, "recompute_size_and_body"),
+        (SchedulerNode, "snapshot_loop_state"),
+        (SchedulerNode, "restore_loop_state"),
+        (scheduling, "_get_indexing_ranges_exprs"),
+    ]
+    if why is None or fuse is None or compatible is None or not all(hasattr(o, a) for o, a in needed):
+        cannot_apply(adjustment, "CppScheduling._why_fuse_nodes/fuse or the loop recomputation it uses is missing")
+        yield
+        return
+
+    def parts(node: Any) -> list[Any]:
+        return list(node.snodes) if isinstance(node, FusedSchedulerNode) else [node]
+
+    def target(self: Any, node1: Any, node2: Any) -> tuple[Any, tuple[Any, ...]] | None:
+        """(node2's ranges and index expressions, its loop ranges) where pointwise ``node1`` could
+        run in reduction ``node2``'s loops but has other (merged) ones; else None."""
+        _, (vars1, reduce1) = node1.group
+        _, (vars2, reduce2) = node2.group
+        ranges = (*vars2, *reduce2)
+        if reduce1 or not reduce2 or tuple(vars1) == ranges or sympy_product(vars1) != sympy_product(ranges):
+            return None
+        known_geq = V.graph.sizevars.statically_known_geq
+        if not (known_geq(reduce2[-1], _FUSED_ROW_MIN) and known_geq(sympy_product(ranges), _FUSED_ELEMENTS_MIN)):
+            return None
+        if not all(isinstance(n, SchedulerNode) and not n.is_template() for n in parts(node1) + parts(node2)):
+            return None
+        constraints = [self._get_indexing_ranges_exprs(n) for n in parts(node2)]
+        var_ranges = constraints[0][0]
+        if any(r != var_ranges for r, _ in constraints) or any(
+            self._get_indexing_ranges_exprs(n)[0] != var_ranges for n in parts(node1)
+        ):
+            return None
+        exprs = list(dict.fromkeys(e for _, es in constraints for e in es))
+        return (var_ranges, exprs), ranges
+
+    def aligned(node1: Any, constraints: Any, ranges: tuple[Any, ...]) -> bool:
+        for n in parts(node1):
+            n.recompute_size_and_body(extra_indexing_constraints=constraints)
+        return all(tuple(n.group[1][0]) == ranges and not n.group[1][1] for n in parts(node1))
+
+    def why_fuse_nodes(self: Any, node1: Any, node2: Any) -> Any:
+        reason = why(self, node1, node2)
+        if reason is not None or (found := target(self, node1, node2)) is None:
+            return reason
+        states = [(n, n.snapshot_loop_state()) for n in parts(node1)]
+        try:
+            return compatible if aligned(node1, *found) else None
+        finally:  # a query: the loops stay as they were until the nodes are fused
+            for n, state in reversed(states):
+                n.restore_loop_state(state)
+
+    def fuse_nodes(self: Any, node1: Any, node2: Any) -> Any:
+        plain = not (node1.is_foreach() or node2.is_foreach() or node1.is_template())
+        if plain and why(self, node1, node2) is None and (found := target(self, node1, node2)) is not None:
+            states = [(n, n.snapshot_loop_state()) for n in parts(node1)]
+            if aligned(node1, *found):
+                return FusedSchedulerNode.fuse(node1, node2)
+            for n, state in reversed(states):
+                n.restore_loop_state(state)
+        return fuse(self, node1, node2)
+
+    scheduling._why_fuse_nodes = for_this_thread(why_fuse_nodes, why)
+    scheduling.fuse = for_this_thread(fuse_nodes, fuse)
+    try:
+        yield
+    finally:
+        scheduling._why_fuse_nodes, scheduling.fuse = why, fuse
 
 
 def _probe_stamp(library: str) -> str | None:
