@@ -2,11 +2,11 @@
 producers] (src/torchcx/_inductor_patches.py).
 
     python benchmarks/kernel_adjustments.py [--workloads elementwise,nls,mlp] [--rounds 21]
-        [--sizes 14,20,22]
+        [--sizes 14,20,22] [--sweep-workloads elementwise,modrelu]
 
 Modes: "both" is torchcx as it is; "hypot" has the hypot in double but not the fusion; "none"
-has neither (torchcx before them). Each workload of the suite (full sizes; the elementwise
-chain also at 2^k elements for each ``--sizes`` k, as the size sweep builds it) is compiled
+has neither (torchcx before them). Each workload of the suite (full sizes; and each of
+``--sweep-workloads`` at 2^k elements for each ``--sizes`` k, as the size sweep builds it) is compiled
 every way in one process, caches off, then timed with eager, interleaved round by round (the
 order rotated; each sample is enough calls for 20 ms), one thread. Prints the median and the
 fastest sample per mode (the time of one call), and the minor page faults per call (a large
@@ -34,8 +34,7 @@ import torch
 
 import torchcx
 import torchcx._inductor_patches as patches
-from torchcx.bench.workloads import WORKLOADS
-from torchcx.bench.workloads.elementwise import build_n
+from torchcx.bench.workloads import SWEEP_WORKLOADS, WORKLOADS
 
 #: mode -> the adjustments switched off while it compiles
 MODES = {
@@ -77,7 +76,8 @@ def _faults() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default="elementwise,nls,mlp")
-    parser.add_argument("--sizes", default="", help="exponents: the elementwise chain at 2^k elements too")
+    parser.add_argument("--sizes", default="", help="exponents: the sweep workloads at 2^k elements too")
+    parser.add_argument("--sweep-workloads", default="elementwise")
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--threads", type=int, default=1)
     options = parser.parse_args()
@@ -85,7 +85,8 @@ def main() -> None:
     torch._inductor.config.force_disable_caches = True
     problems = {name: WORKLOADS[name].build("full", torch.device("cpu")) for name in options.workloads.split(",")}
     for k in (int(s) for s in options.sizes.split(",") if s):
-        problems[f"elementwise 2^{k}"] = build_n(1 << k, torch.device("cpu"))
+        for name in options.sweep_workloads.split(","):
+            problems[f"{name} 2^{k}"] = SWEEP_WORKLOADS[name].build(1 << k, torch.device("cpu"))
     modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
     for name, problem in problems.items():
         args = problem.make_args()
