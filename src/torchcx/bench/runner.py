@@ -22,7 +22,10 @@ For each workload (``torch._dynamo.reset()`` between workloads):
    results say whether the compile caches (AOTAutograd's, Inductor's FX graph
    cache) hit or missed.
 4. **Interleaved timing.** Rounds of one timed sample per mode, the order
-   rotated each round so that no mode always runs after the same one; a
+   rotated each round and reversed every other round, so that no mode always
+   runs after the same one (a rotation alone keeps each mode's predecessor:
+   a compiled call right after an eager one can take 1.8x its time after
+   itself, caches and branch predictors being the other program's); a
    sample is enough back-to-back calls to last ``min_sample_s`` (each call
    waits for its results), divided by their number. A mode's time is the
    median of its samples: neighbours' load on a shared machine shifts all
@@ -255,7 +258,8 @@ def _time_interleaved(instances: dict[str, Instance], results: dict[str, ModeRes
         warnings.simplefilter("ignore")
         for r in range(options.rounds):
             shift = r % len(order) if order else 0
-            for mode in order[shift:] + order[:shift]:
+            rotated = order[shift:] + order[:shift]
+            for mode in reversed(rotated) if r % 2 else rotated:
                 if results[mode].status == "error":
                     continue
                 try:
