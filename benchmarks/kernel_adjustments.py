@@ -8,31 +8,24 @@ Modes: "both" is torchcx as it is; "hypot" has the hypot in double but not the f
 has neither (torchcx before them). Each workload of the suite (full sizes; and each of
 ``--sweep-workloads`` at 2^k elements for each ``--sizes`` k, as the size sweep builds it) is compiled
 every way in one process, caches off, then timed with eager, interleaved round by round (the
-order rotated; each sample is enough calls for 20 ms), one thread. Prints the median and the
+order changed every round; each sample is enough calls for 20 ms), one thread. Prints the median and the
 fastest sample per mode (the time of one call), and the minor page faults per call (a large
 output allocated afresh each call faults its pages in).
 
-Each mode compiles its own function (a distinct code object) with static shapes, and nothing
-calls ``torch._dynamo.reset()`` after the first compile: a reset drops every compiled
-function's code, and the next call compiles it again with the adjustments as they are then;
-and without ``dynamic=False`` the first function compiled after the chain at another size
-gets dynamic shapes (Dynamo saw the inlined ``chain`` with other sizes), and was 2.3x slower
-at 2^12 elements whatever its adjustments.
+How the modes are compiled and timed, and why: ``benchmarks/_switched.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import resource
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from _switched import compiled_with, time_interleaved
 
-import torchcx
 import torchcx._inductor_patches as patches
 from torchcx.bench.workloads import SWEEP_WORKLOADS, WORKLOADS
 
@@ -42,35 +35,6 @@ MODES = {
     "hypot": ("_reductions_fused_with_producers",),
     "none": ("_hypot_in_double", "_reductions_fused_with_producers"),
 }
-
-
-def _compiled(program: Callable[..., Any], args: tuple[Any, ...], off: tuple[str, ...], tag: str) -> Any:
-    """``program`` compiled by torchcx now, with the adjustments ``off`` switched off."""
-    namespace: dict[str, Any] = {}
-    exec(f"def {tag}(*args):\n    return program(*args)\n", {"program": program}, namespace)
-    saved = {name: getattr(patches, name) for name in off}
-    for name in off:
-        setattr(patches, name, contextlib.nullcontext)
-    try:
-        fn = torchcx.compile(namespace[tag], dynamic=False)
-        fn(*args)
-    finally:
-        for name, value in saved.items():
-            setattr(patches, name, value)
-    return fn
-
-
-def _calls_per_sample(fn: Callable[..., Any], args: tuple[Any, ...], sample_s: float = 0.02) -> int:
-    """Calls in one timed sample: enough for ``sample_s``. The first call after another mode's
-    pays for caches and predictors that mode left behind (a compiled 2^12-element chain: 74 us
-    after an eager call, 42 us after itself); a sample of many calls spreads that out."""
-    start = time.perf_counter()
-    fn(*args)
-    return max(1, min(1000, round(sample_s / max(time.perf_counter() - start, 1e-6))))
-
-
-def _faults() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def main() -> None:
@@ -93,19 +57,9 @@ def main() -> None:
         modes[(name, "eager")] = (problem.program, args)
         for mode, off in MODES.items():
             tag = f"{name}_{mode}".replace("-", "_").replace(" ", "_").replace("^", "")
-            modes[(name, mode)] = (_compiled(problem.program, args, off, tag), args)
-    samples: dict[tuple[str, str], list[float]] = {key: [] for key in modes}
-    faults: dict[tuple[str, str], list[float]] = {key: [] for key in modes}
-    calls = {key: _calls_per_sample(fn, args) for key, (fn, args) in modes.items()}
-    keys = list(modes)
-    for r in range(options.rounds):
-        for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            fn, args = modes[key]
-            before, start = _faults(), time.perf_counter()
-            for _ in range(calls[key]):
-                fn(*args)
-            samples[key].append((time.perf_counter() - start) / calls[key])
-            faults[key].append((_faults() - before) / calls[key])
+            switches = [(patches, adjustment, contextlib.nullcontext) for adjustment in off]
+            modes[(name, mode)] = (compiled_with(problem.program, args, tag, switches), args)
+    samples, faults = time_interleaved(modes, options.rounds)
     names = ("eager", *MODES)
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms; page faults per call")
     print("| workload | " + " | ".join(names) + " | none / both | faults (" + ", ".join(MODES) + ") |")

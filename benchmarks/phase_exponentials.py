@@ -5,21 +5,21 @@
 "after" is torchcx as it is; "before" switches off the graph pass and the graph-reuse rule of
 Note [Heavy values computed once] that came with it (transcendental values read by several
 nodes stored once). Each workload of the suite (full sizes) is compiled both ways in one
-process, caches off, then timed with eager, interleaved round by round (the order rotated),
-one thread. Prints the median and the fastest sample per mode.
+process, caches off, then timed with eager, interleaved round by round, one thread
+(``benchmarks/_switched.py``: the order changes every round, a sample is enough calls for
+20 ms). Prints the median and the fastest sample per mode.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from _switched import compiled_with, time_interleaved
 
-import torchcx
 import torchcx._inductor_patches as patches
 import torchcx.backend as backend
 from torchcx.bench.workloads import WORKLOADS
@@ -27,19 +27,8 @@ from torchcx.bench.workloads import WORKLOADS
 
 def _compiled(program: Callable[..., Any], args: tuple[Any, ...], after: bool, tag: str) -> Callable[..., Any]:
     """``program`` compiled by torchcx now, with the pass and the rule on (``after``) or off."""
-    namespace: dict[str, Any] = {}
-    # a distinct code object per mode, so that Dynamo compiles each separately
-    exec(f"def {tag}(*args):\n    return program(*args)\n", {"program": program}, namespace)
-    the_pass, transcendental = backend.imaginary_exponentials, patches._TRANSCENDENTAL
-    if not after:
-        backend.imaginary_exponentials = lambda gm: 0
-        patches._TRANSCENDENTAL = frozenset()
-    try:
-        fn = torchcx.compile(namespace[tag])
-        fn(*args)
-    finally:
-        backend.imaginary_exponentials, patches._TRANSCENDENTAL = the_pass, transcendental
-    return fn
+    off = [(backend, "imaginary_exponentials", lambda gm: 0), (patches, "_TRANSCENDENTAL", frozenset())]
+    return compiled_with(program, args, tag, [] if after else off)
 
 
 def main() -> None:
@@ -58,14 +47,7 @@ def main() -> None:
         modes[(name, "eager")] = (problem.program, args)
         modes[(name, "before")] = (_compiled(problem.program, args, False, f"{tag}_before"), args)
         modes[(name, "after")] = (_compiled(problem.program, args, True, f"{tag}_after"), args)
-    samples: dict[tuple[str, str], list[float]] = {key: [] for key in modes}
-    keys = list(modes)
-    for r in range(options.rounds):
-        for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            fn, args = modes[key]
-            start = time.perf_counter()
-            fn(*args)
-            samples[key].append(time.perf_counter() - start)
+    samples, _ = time_interleaved(modes, options.rounds)
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms")
     print("| workload | eager | before | after | after / before |")
     print("| --- | ---: | ---: | ---: | ---: |")

@@ -766,30 +766,32 @@ def _reductions_fused_with_producers() -> Iterator[None]:
         exprs = list(dict.fromkeys(e for _, es in constraints for e in es))
         return (var_ranges, exprs), ranges
 
-    def aligned(node1: Any, constraints: Any, ranges: tuple[Any, ...]) -> bool:
-        for n in parts(node1):
-            n.recompute_size_and_body(extra_indexing_constraints=constraints)
-        return all(tuple(n.group[1][0]) == ranges and not n.group[1][1] for n in parts(node1))
+    def aligned(node1: Any, found: tuple[Any, tuple[Any, ...]], keep: bool) -> bool:
+        """Whether ``node1``'s loops, recomputed under ``found``'s index expressions, are the
+        reduction's; kept so only where they are and ``keep`` (a query restores them)."""
+        (constraints, ranges), states = found, [(n, n.snapshot_loop_state()) for n in parts(node1)]
+        ok = False
+        try:
+            for n in parts(node1):
+                n.recompute_size_and_body(extra_indexing_constraints=constraints)
+            ok = all(tuple(n.group[1][0]) == ranges and not n.group[1][1] for n in parts(node1))
+            return ok
+        finally:
+            if not (ok and keep):
+                for n, state in reversed(states):
+                    n.restore_loop_state(state)
 
     def why_fuse_nodes(self: Any, node1: Any, node2: Any) -> Any:
         reason = why(self, node1, node2)
         if reason is not None or (found := target(self, node1, node2)) is None:
             return reason
-        states = [(n, n.snapshot_loop_state()) for n in parts(node1)]
-        try:
-            return compatible if aligned(node1, *found) else None
-        finally:  # a query: the loops stay as they were until the nodes are fused
-            for n, state in reversed(states):
-                n.restore_loop_state(state)
+        return compatible if aligned(node1, found, keep=False) else None
 
     def fuse_nodes(self: Any, node1: Any, node2: Any) -> Any:
         plain = not (node1.is_foreach() or node2.is_foreach() or node1.is_template())
         if plain and why(self, node1, node2) is None and (found := target(self, node1, node2)) is not None:
-            states = [(n, n.snapshot_loop_state()) for n in parts(node1)]
-            if aligned(node1, *found):
+            if aligned(node1, found, keep=True):
                 return FusedSchedulerNode.fuse(node1, node2)
-            for n, state in reversed(states):
-                n.restore_loop_state(state)
         return fuse(self, node1, node2)
 
     scheduling._why_fuse_nodes = for_this_thread(why_fuse_nodes, why)

@@ -42,7 +42,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -246,6 +246,17 @@ def _start(
     return result, instance, observed
 
 
+T = TypeVar("T")
+
+
+def round_order(modes: Sequence[T], r: int) -> list[T]:
+    """The order of round ``r`` (Note [Benchmark methodology], step 4): rotated by ``r`` and
+    reversed in odd rounds, so that each mode's predecessor changes from round to round."""
+    shift = r % len(modes) if modes else 0
+    rotated = [*modes[shift:], *modes[:shift]]
+    return rotated[::-1] if r % 2 else rotated
+
+
 def _time_interleaved(instances: dict[str, Instance], results: dict[str, ModeResult], options: Options) -> None:
     """Fill ``samples_ms`` and ``ms`` of each mode (Note [Benchmark methodology], step 4)."""
     inner = {}
@@ -257,9 +268,7 @@ def _time_interleaved(instances: dict[str, Instance], results: dict[str, ModeRes
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for r in range(options.rounds):
-            shift = r % len(order) if order else 0
-            rotated = order[shift:] + order[:shift]
-            for mode in reversed(rotated) if r % 2 else rotated:
+            for mode in round_order(order, r):
                 if results[mode].status == "error":
                     continue
                 try:

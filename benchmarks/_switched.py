@@ -1,0 +1,71 @@
+"""Shared by the benchmarks that time torchcx with some of its changes switched off
+(``kernel_adjustments.py``, ``phase_exponentials.py``): each mode compiled in one process,
+then timed interleaved.
+
+Each mode compiles its own function (a distinct code object) with static shapes, and nothing
+calls ``torch._dynamo.reset()`` after the first compile: a reset drops every compiled
+function's code, and the next call compiles it again with the switches as they are then.
+Each sample is enough calls for ``SAMPLE_S``: the first call after another mode's pays for the
+caches and branch predictors that mode left behind (a compiled 2^12-element chain: 74 us
+after an eager call, 42 us after itself). The order of the modes changes every round as in
+the suite (``torchcx.bench.runner.round_order``).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import torchcx
+from torchcx.bench.runner import round_order
+
+SAMPLE_S = 0.02
+
+#: (object, attribute, value while the mode compiles)
+Switch = tuple[Any, str, Any]
+
+
+def compiled_with(program: Callable[..., Any], args: tuple[Any, ...], tag: str, switches: Sequence[Switch]) -> Any:
+    """``program`` compiled by torchcx now (first call included), with ``switches`` set while it compiles."""
+    namespace: dict[str, Any] = {}
+    exec(f"def {tag}(*args):\n    return program(*args)\n", {"program": program}, namespace)
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in switches]
+    for owner, name, value in switches:
+        setattr(owner, name, value)
+    try:
+        fn = torchcx.compile(namespace[tag], dynamic=False)
+        fn(*args)
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+    return fn
+
+
+def _calls_per_sample(fn: Callable[..., Any], args: tuple[Any, ...]) -> int:
+    start = time.perf_counter()
+    fn(*args)
+    return max(1, min(1000, round(SAMPLE_S / max(time.perf_counter() - start, 1e-6))))
+
+
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def time_interleaved(
+    modes: dict[Hashable, tuple[Callable[..., Any], tuple[Any, ...]]], rounds: int
+) -> tuple[dict[Hashable, list[float]], dict[Hashable, list[float]]]:
+    """Seconds per call and minor page faults per call, one sample per mode per round."""
+    calls = {key: _calls_per_sample(fn, args) for key, (fn, args) in modes.items()}
+    samples: dict[Hashable, list[float]] = {key: [] for key in modes}
+    faults: dict[Hashable, list[float]] = {key: [] for key in modes}
+    for r in range(rounds):
+        for key in round_order(list(modes), r):
+            fn, args = modes[key]
+            before, start = _faults(), time.perf_counter()
+            for _ in range(calls[key]):
+                fn(*args)
+            samples[key].append((time.perf_counter() - start) / calls[key])
+            faults[key].append((_faults() - before) / calls[key])
+    return samples, faults
