@@ -1,8 +1,9 @@
 """Note [Truncated spectra]: a 2-D real FFT whose spectrum is only sliced to a few modes, and
 an inverse whose input is zeros but for a few modes, computed as DFT products over those
-modes. Checked against eager (values and gradients), on the two spellings Fourier neural
-operators use (the reference FNO's corners; neuraloperator's fftshift and centered block),
-every norm, odd lengths, and the cases the rewrite must leave alone.
+modes, or as FFTs with the columns pruned. Checked against eager (values and gradients),
+on the two spellings Fourier neural operators use (the reference FNO's corners;
+neuraloperator's fftshift and centered block), every norm, odd lengths, and the cases the
+rewrite must leave alone.
 
 Tolerances: a DFT product sums n terms, an FFT log2(n) levels of them; both are backward
 stable, with errors of a few units of eps times sqrt(n) times the norm of the data, so at
@@ -19,7 +20,7 @@ import pytest
 import torch
 
 import torchcx
-from torchcx._graph_passes import truncated_irfft2, truncated_rfft2, truncated_spectra
+from torchcx._graph_passes import pruned_irfft2, pruned_rfft2, truncated_irfft2, truncated_rfft2, truncated_spectra
 
 NORMS = [None, "backward", "ortho", "forward"]
 
@@ -51,6 +52,26 @@ def test_truncated_transforms_match_the_fft(n: int, m: int, dtype: torch.dtype, 
     expected = torch.fft.irfft2(z, s=(n, m), norm=norm)
     actual = truncated_irfft2([v1, v2], [(0, n - 1), (n // 2,)], [0, m // 2 - 1], n, m, norm)
     _close(actual, expected, rel)
+
+
+@pytest.mark.parametrize("norm", NORMS, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("n, m", [(16, 16), (17, 21), (24, 15)])
+def test_pruned_transforms_match_the_fft(n: int, m: int, dtype: torch.dtype, norm: str | None) -> None:
+    # the same stages as the 2-D transform, less the columns dropped or zero: agreement to
+    # the rounding of the vendor's two plans
+    g = torch.Generator().manual_seed(n + m)
+    x = torch.randn(3, n, m, dtype=dtype, generator=g)
+    rel = 2e-6 if dtype == torch.float32 else 1e-14
+    for cols in (1, 3, m // 2 + 1):
+        _close(pruned_rfft2(x, cols, norm), torch.fft.rfft2(x, norm=norm)[..., :cols], rel)
+
+    # the inverse, with a DC column whose imaginary part c2r must ignore, and odd m
+    complex_dtype = torch.complex64 if dtype == torch.float32 else torch.complex128
+    for cols in (1, 3, m // 2 + 1):
+        z = torch.randn(3, n, cols, dtype=complex_dtype, generator=g)
+        padded = torch.nn.functional.pad(z, (0, m // 2 + 1 - cols))
+        _close(pruned_irfft2(z, m, norm), torch.fft.irfft2(padded, s=(n, m), norm=norm), rel)
 
 
 class ReferenceSpectralConv(torch.nn.Module):
@@ -99,16 +120,20 @@ def _fft_externs(report: Any) -> list[str]:
     return [e for g in report.graphs for e in g.externs if "fft" in e]
 
 
-def _check_layer(layer: torch.nn.Module, x: torch.Tensor, truncated: bool, setting: bool = True) -> None:
+def _check_layer(layer: torch.nn.Module, x: torch.Tensor, strategy: str | None, setting: bool = True) -> None:
     def loss(x: torch.Tensor) -> torch.Tensor:
         return layer(x).square().mean()
 
     # (an FFT left in the graph is then an extern; and the setting as given)
     with torchcx.config.patch(fft_path="vendor", truncated_spectra=setting):
-        _check_loss(loss, list(layer.parameters()), x, truncated)
+        _check_loss(loss, list(layer.parameters()), x, strategy)
 
 
-def _check_loss(loss: Any, params: list[torch.Tensor], x: torch.Tensor, truncated: bool) -> None:
+#: How each strategy describes itself in ``torchcx.explain``'s rewrites.
+_DESCRIBED = {"dft": "computed as DFT products", "pruned": "computed as FFTs of the first"}
+
+
+def _check_loss(loss: Any, params: list[torch.Tensor], x: torch.Tensor, strategy: str | None) -> None:
     expected = loss(x)
     expected_grads = torch.autograd.grad(expected, params)
     torch._dynamo.reset()
@@ -117,34 +142,39 @@ def _check_loss(loss: Any, params: list[torch.Tensor], x: torch.Tensor, truncate
     _close(actual, expected)
     for a, e in zip(actual_grads, expected_grads):
         _close(a, e)
-    # the rewrite takes effect (no FFT left, forward or backward) exactly where it should
+    # the rewrite takes effect (the DFT products leave no FFT, forward or backward) exactly
+    # where it should, and in the way it should
     report = torchcx.explain(loss, x, backward=True)
-    assert (_fft_externs(report) == []) == truncated, _fft_externs(report)
-    assert any("Note [Truncated spectra]" in r for r in report.rewrites) == truncated, report.rewrites
-    assert ("rewritten before differentiation" in str(report)) == truncated
+    assert (_fft_externs(report) == []) == (strategy == "dft"), _fft_externs(report)
+    for kind, text in _DESCRIBED.items():
+        assert any(text in r for r in report.rewrites) == (kind == strategy), report.rewrites
+    assert ("rewritten before differentiation" in str(report)) == (strategy is not None)
 
 
 @pytest.mark.parametrize("norm", [None, "ortho"], ids=str)  # (every norm: the test above)
 def test_reference_fno_layer(norm: str | None) -> None:
     g = torch.Generator().manual_seed(1)
-    _check_layer(ReferenceSpectralConv(3, 4, norm), torch.randn(2, 3, 16, 20, generator=g), truncated=True)
+    _check_layer(ReferenceSpectralConv(3, 4, norm), torch.randn(2, 3, 16, 20, generator=g), "dft")
+    # 10 of 16 rows: more than the products win with, and the columns are pruned instead
+    _check_layer(ReferenceSpectralConv(3, 5, norm), torch.randn(2, 3, 16, 20, generator=g), "pruned")
 
 
 @pytest.mark.parametrize("n, m", [(16, 16), (19, 17)])
 def test_centered_fno_layer(n: int, m: int) -> None:
     g = torch.Generator().manual_seed(2)
-    _check_layer(CenteredSpectralConv(3, (5, 4)), torch.randn(2, 3, n, m, generator=g), truncated=True)
+    _check_layer(CenteredSpectralConv(3, (5, 4)), torch.randn(2, 3, n, m, generator=g), "dft")
+    _check_layer(CenteredSpectralConv(3, (12, 4)), torch.randn(2, 3, n, m, generator=g), "pruned")
 
 
-def test_large_blocks_keep_the_fft() -> None:
-    # 16 of 16 rows kept: the full FFT is cheaper, and the graph keeps it
+def test_wide_blocks_keep_the_fft() -> None:
+    # 6 of 9 columns kept: pruning would save little, and the graph keeps the full FFTs
     g = torch.Generator().manual_seed(3)
-    _check_layer(CenteredSpectralConv(2, (16, 4)), torch.randn(2, 2, 16, 16, generator=g), truncated=False)
+    _check_layer(CenteredSpectralConv(2, (4, 6)), torch.randn(2, 2, 16, 16, generator=g), None)
 
 
 def test_setting_off_keeps_the_fft() -> None:
     g = torch.Generator().manual_seed(4)
-    _check_layer(ReferenceSpectralConv(2, 4), torch.randn(2, 2, 16, 16, generator=g), truncated=False, setting=False)
+    _check_layer(ReferenceSpectralConv(2, 4), torch.randn(2, 2, 16, 16, generator=g), None, setting=False)
 
 
 def _graph(fn: Any, *args: torch.Tensor) -> torch.fx.GraphModule:
@@ -200,26 +230,51 @@ def test_dft_angles_are_reduced_exactly() -> None:
 
 
 @pytest.mark.parametrize(
-    "n, rows, cols, rewritten",
+    "n, rows, cols, strategy",
     [
-        # benchmarks/truncated_spectra.py (2026-12-04): these won against the FFT ...
-        (32, 16, 8, True),
-        (64, 16, 8, True),
-        (64, 16, 9, True),  # neuraloperator's FNO: 16 x 9 modes of a 64 x 64 grid
-        (128, 16, 8, True),
-        # ... these lost or tied, though each keeps at most half of each axis
-        (64, 32, 16, False),
-        (128, 32, 16, False),
-        (128, 64, 32, False),
+        # benchmarks/truncated_spectra.py (2026-12-04): the products won against the FFT ...
+        (32, 16, 8, "dft"),
+        (64, 16, 8, "dft"),
+        (64, 16, 9, "dft"),  # neuraloperator's FNO: 16 x 9 modes of a 64 x 64 grid
+        (128, 16, 8, "dft"),
+        # ... and lost or tied here, where pruning the columns won (2026-12-06)
+        (64, 32, 16, "pruned"),
+        (128, 32, 16, "pruned"),
+        (128, 64, 32, "pruned"),
+        # more than half of the columns: the full FFT
+        (64, 16, 17, None),
     ],
 )
-def test_truncation_only_where_it_was_measured_to_win(n: int, rows: int, cols: int, rewritten: bool) -> None:
+def test_truncation_only_where_it_was_measured_to_win(n: int, rows: int, cols: int, strategy: str | None) -> None:
     def low_modes(x: torch.Tensor) -> torch.Tensor:
         s = torch.fft.rfft2(x)
         return s[:, :rows, :cols] * 2
 
     x = torch.randn(1, n, n)
     gm = _graph(low_modes, x)
-    assert (truncated_spectra(gm) == 1) == rewritten
+    assert truncated_spectra(gm) == (strategy is not None)
+    code = gm.code
+    assert ("truncated_rfft2" in code, "pruned_rfft2" in code) == (strategy == "dft", strategy == "pruned"), code
     (actual,) = gm(x)
     torch.testing.assert_close(actual, low_modes(x), rtol=1e-4, atol=1e-4 * n)
+
+
+def test_pruned_slices_counted_from_the_end_keep_their_modes() -> None:
+    # once the columns are cut, a slice counted from the end of the half spectrum would move:
+    # the rewrite writes its bounds out
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        s = torch.fft.rfft2(x)
+        return s[:, -40:, 3:-20] * 2
+
+    def inverse(v: torch.Tensor) -> torch.Tensor:
+        z = torch.zeros(2, 64, 33, dtype=torch.complex64)
+        z[:, -40:, 2:-20] = v
+        return torch.fft.irfft2(z, s=(64, 64))
+
+    g = torch.Generator().manual_seed(5)
+    x, v = torch.randn(2, 64, 64, generator=g), torch.randn(2, 40, 11, dtype=torch.complex64, generator=g)
+    for fn, arg in [(forward, x), (inverse, v)]:
+        gm = _graph(fn, arg)
+        assert truncated_spectra(gm) == 1 and "pruned_" in gm.code, gm.code
+        (actual,) = gm(arg)
+        _close(actual, fn(arg), 2e-6)

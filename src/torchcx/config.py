@@ -67,7 +67,8 @@ fft_path: str = "auto"
 
 #: Compute a 2-D real FFT whose spectrum is only sliced to a few low modes, or an inverse
 #: whose input is zeros but for a few modes (a Fourier neural operator's spectral
-#: convolution), as DFT products over those modes alone (Note [Truncated spectra]).
+#: convolution), over those modes alone: as DFT products, or as FFTs with the columns that
+#: are dropped pruned, whichever was measured faster (Note [Truncated spectra]).
 truncated_spectra: bool = True
 
 #: Build the C++ kernels of each compiled graph as a few shared libraries rather than one
