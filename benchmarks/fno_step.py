@@ -1,0 +1,81 @@
+"""The suite's ``fno`` step (FNO SpectralConv2d forward + backward, B8 C32 64x64, 16 modes) with
+each of torchcx's changes to it switched off, against eager, the default torch.compile and
+``jax.jit``.
+
+    python benchmarks/fno_step.py [--rounds 21] [--scale full]
+
+Modes: "torchcx" as it is; "full FFTs" without Note [Truncated spectra] (every FFT computed
+in full); "strided grads" without Note [Gradients in their leaves' layout] (the weight
+gradients come out of the graph permuted, and AccumulateGrad copies them); "neither". All in
+one process, caches off, static shapes, interleaved round by round (the order changed every
+round; each sample is enough calls for 20 ms), one thread (one core for JAX too); median
+(fastest) ms per call.
+How the modes are compiled and timed: ``benchmarks/_switched.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from _switched import compiled_with, time_interleaved
+
+import torchcx
+import torchcx.backend
+from torchcx.bench.modes import JaxInstance, Skipped
+from torchcx.bench.runner import set_threads
+from torchcx.bench.workloads import WORKLOADS
+
+_FULL_FFTS = (torchcx.config, "truncated_spectra", False)
+_STRIDED_GRADS = (torchcx.backend, "_contiguous_leaves", lambda example_inputs: ())
+#: mode -> the changes switched off while it compiles
+MODES = {
+    "torchcx": (),
+    "full FFTs": (_FULL_FFTS,),
+    "strided grads": (_STRIDED_GRADS,),
+    "neither": (_FULL_FFTS, _STRIDED_GRADS),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--scale", default="full")
+    parser.add_argument("--threads", type=int, default=1)
+    options = parser.parse_args()
+    set_threads(options.threads)  # (torch's threads, and the cores XLA's pool may use)
+    torch._inductor.config.force_disable_caches = True
+    problem = WORKLOADS["fno"].build(options.scale, torch.device("cpu"))
+    modes: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {"eager": (problem.program, problem.make_args())}
+    default = torch.compile(problem.program, dynamic=False)
+    modes["torch.compile"] = (default, problem.make_args())
+    default(*modes["torch.compile"][1])
+    for mode, switches in MODES.items():
+        args = problem.make_args()
+        modes[mode] = (compiled_with(problem.program, args, mode.replace(" ", "_"), switches), args)
+    try:
+        jax = JaxInstance(problem, torch.device("cpu"))
+        jax()
+        modes["jax.jit"] = (jax, ())
+    except Skipped as e:
+        print(f"(jax.jit skipped: {e})")
+    expected = problem.observe(modes["eager"][1], modes["eager"][0](*modes["eager"][1]))
+    for mode in MODES:
+        fn, args = modes[mode]
+        for a, e in zip(problem.observe(args, fn(*args)), expected):
+            torch.testing.assert_close(a, e, rtol=problem.tolerance, atol=problem.tolerance * e.abs().max().item())
+    samples, _ = time_interleaved(modes, options.rounds)
+    eager = statistics.median(samples["eager"])
+    print(f"{problem.size}; {options.threads} thread(s), median (fastest) of {options.rounds} rounds")
+    print("| mode | ms per call | vs eager |")
+    print("| --- | ---: | ---: |")
+    for mode, times in samples.items():
+        ms = statistics.median(times)
+        print(f"| {mode} | {ms * 1e3:.2f} ({min(times) * 1e3:.2f}) | {eager / ms:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
