@@ -827,11 +827,11 @@ def _truncation(n: int, m: int, kept_rows: int, kept_cols: int) -> str | None:
     won and none that lost; half of an axis was the previous bound, and took
     the three that lost. Pruning the columns saves the column FFTs of the modes that
     are dropped (at most half of the columns kept). Measured the same way on
-    2026-12-06 (AMD EPYC, 11 reps; products / pruned / full, ms), where the rule
-    picks pruning: grid 64, 32 rows: 15.16 / 15.06 / 18.05; grid 128, 32 rows:
-    46.54 / 45.81 / 51.98; 64 rows: 82.96 / 76.20 / 77.78. Where it picks the
-    products, pruning measured within 4% of them but at grid 32 with 4 rows (2.92
-    against 2.22 ms).
+    2026-12-06 (AMD EPYC, 15 reps; products / pruned / full, ms), where the rule
+    picks pruning: grid 64, 32 rows: 12.82 / 12.71 / 14.97; grid 128, 32 rows:
+    33.49 / 32.86 / 38.08; 64 rows: 72.49 / 70.54 / 76.07. Where it picks the
+    products, pruning measured within 5% of them (either way) but at grid 32 with
+    4 rows, 1.62 against 1.32 ms.
     """
     half = m // 2 + 1
     if min(n, m) < _MIN_LENGTH or kept_cols > _MAX_KEPT_FRACTION * half:
