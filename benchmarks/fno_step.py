@@ -1,16 +1,15 @@
 """The suite's ``fno`` step (FNO SpectralConv2d forward + backward, B8 C32 64x64, 16 modes) with
-each of torchcx's changes to it switched off, against eager, the default torch.compile and
-``jax.jit``.
+and without the pruned FFTs of Note [Truncated spectra], against eager, the default
+torch.compile and ``jax.jit``.
 
-    python benchmarks/fno_step.py [--rounds 21] [--scale full]
+    python benchmarks/fno_step.py [--rounds 21] [--sample-s 0.1] [--scale full]
 
-Modes: "torchcx" as it is; "full FFTs" without Note [Truncated spectra] (every FFT computed
-in full); "strided grads" without Note [Gradients in their leaves' layout] (the weight
-gradients come out of the graph permuted, and AccumulateGrad copies them); "neither". All in
-one process, caches off, static shapes, interleaved round by round (the order changed every
-round; each sample is enough calls for 20 ms), one thread (one core for JAX too); median
-(fastest) ms per call.
-How the modes are compiled and timed: ``benchmarks/_switched.py``.
+Modes: "torchcx" as it is; "full FFTs" with ``config.truncated_spectra`` off (every FFT
+computed in full). All in one process, caches off, static shapes, interleaved round by round
+(the order changed every round; each sample is enough calls for ``--sample-s``), one thread
+(one core for JAX too); median (fastest) ms per call, and the median over rounds of the
+ratio of the two torchcx modes' samples (each round's pair ran side by side). How the modes
+are compiled and timed: ``benchmarks/_switched.py``.
 """
 
 from __future__ import annotations
@@ -20,32 +19,27 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+import _switched
 import torch
 from _switched import compiled_with, time_interleaved
 
 import torchcx
-import torchcx.backend
 from torchcx.bench.modes import JaxInstance, Skipped
 from torchcx.bench.runner import set_threads
 from torchcx.bench.workloads import WORKLOADS
 
-_FULL_FFTS = (torchcx.config, "truncated_spectra", False)
-_STRIDED_GRADS = (torchcx.backend, "_contiguous_leaves", lambda example_inputs: ())
-#: mode -> the changes switched off while it compiles
-MODES = {
-    "torchcx": (),
-    "full FFTs": (_FULL_FFTS,),
-    "strided grads": (_STRIDED_GRADS,),
-    "neither": (_FULL_FFTS, _STRIDED_GRADS),
-}
+#: mode -> the switches set while it compiles
+MODES = {"torchcx": (), "full FFTs": ((torchcx.config, "truncated_spectra", False),)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--sample-s", type=float, default=0.1, help="seconds of calls per sample (several calls)")
     parser.add_argument("--scale", default="full")
     parser.add_argument("--threads", type=int, default=1)
     options = parser.parse_args()
+    _switched.SAMPLE_S = options.sample_s  # (a 20 ms sample would be one call, right after another mode's)
     set_threads(options.threads)  # (torch's threads, and the cores XLA's pool may use)
     torch._inductor.config.force_disable_caches = True
     problem = WORKLOADS["fno"].build(options.scale, torch.device("cpu"))
@@ -55,7 +49,8 @@ def main() -> None:
     default(*modes["torch.compile"][1])
     for mode, switches in MODES.items():
         args = problem.make_args()
-        modes[mode] = (compiled_with(problem.program, args, mode.replace(" ", "_"), switches), args)
+        tag = "".join(c if c.isalnum() else "_" for c in mode)
+        modes[mode] = (compiled_with(problem.program, args, tag, switches), args)
     try:
         jax = JaxInstance(problem, torch.device("cpu"))
         jax()
@@ -67,14 +62,20 @@ def main() -> None:
         fn, args = modes[mode]
         for a, e in zip(problem.observe(args, fn(*args)), expected):
             torch.testing.assert_close(a, e, rtol=problem.tolerance, atol=problem.tolerance * e.abs().max().item())
-    samples, _ = time_interleaved(modes, options.rounds)
+    samples, faults = time_interleaved(modes, options.rounds)
     eager = statistics.median(samples["eager"])
     print(f"{problem.size}; {options.threads} thread(s), median (fastest) of {options.rounds} rounds")
-    print("| mode | ms per call | vs eager |")
-    print("| --- | ---: | ---: |")
+    print("| mode | ms per call | vs eager | page faults per call |")
+    print("| --- | ---: | ---: | ---: |")
     for mode, times in samples.items():
         ms = statistics.median(times)
-        print(f"| {mode} | {ms * 1e3:.2f} ({min(times) * 1e3:.2f}) | {eager / ms:.2f}x |")
+        print(
+            f"| {mode} | {ms * 1e3:.2f} ({min(times) * 1e3:.2f}) | {eager / ms:.2f}x "
+            f"| {statistics.median(faults[mode]):.0f} |"
+        )
+    # paired: the two torchcx modes' samples of one round ran next to each other
+    ratios = [full / pruned for full, pruned in zip(samples["full FFTs"], samples["torchcx"])]
+    print(f"full FFTs / torchcx, per round: median {statistics.median(ratios):.3f}")
 
 
 if __name__ == "__main__":

@@ -267,31 +267,3 @@ def test_view_in_backward_of_a_saved_activation_laid_out_channels_last():
         return F.gelu(spectral + F.conv2d(x, w)).square().sum()
 
     check_gradients(fn, [real(2, 4, 8, 8), real(4, 4, 1, 1), cplx(8, 8)])
-
-
-def test_gradients_of_contiguous_leaves_come_out_contiguous():
-    # Note [Gradients in their leaves' layout]: a channel mixing's weight gradient is permuted
-    # as eager computes it; the compiled backward returns it in the weight's layout, so that
-    # AccumulateGrad keeps it rather than copying it. .grad is eager's, strides included; a
-    # hook on the leaf sees the gradient as the graph returns it.
-    def mix(x, w):
-        return torch.einsum("bixy,ioxy->boxy", x, w).abs().square().sum()
-
-    x, w = cplx(2, 3, 4, 5), cplx(3, 6, 4, 5, seed=1)
-    eager_w = w.clone().requires_grad_()
-    eager_seen = []
-    eager_w.register_hook(lambda g: eager_seen.append(g.stride()))
-    mix(x, eager_w).backward()
-    assert eager_seen[0] != w.stride(), "eager's gradient is not permuted: the case tests nothing"
-
-    torch._dynamo.reset()
-    compiled_w, compiled_x = w.clone().requires_grad_(), x.clone().requires_grad_()
-    seen = []
-    compiled_w.register_hook(lambda g: seen.append(g.stride()))
-    torchcx.compile(mix)(compiled_x, compiled_w).backward()
-    torch.testing.assert_close(compiled_w.grad, eager_w.grad)
-    assert compiled_w.grad.stride() == eager_w.grad.stride() == w.stride()
-    assert seen == [w.stride()]
-    # x was a contiguous leaf too: its gradient is contiguous, with eager's values
-    torch.testing.assert_close(compiled_x.grad, torch.autograd.grad(mix(x.requires_grad_(), w), x)[0])
-    assert compiled_x.grad.is_contiguous()

@@ -113,12 +113,7 @@ def torchcx_backend(
         patches.update(list_mode_options(mode, dynamic))
     patches.update(options or {})
     settings = config.compile_settings() if settings is None else settings
-    inner = functools.partial(
-        _lower_and_compile,
-        strict=config.strict if strict is None else strict,
-        settings=settings,
-        contiguous_leaves=_contiguous_leaves(example_inputs),
-    )
+    inner = functools.partial(_lower_and_compile, strict=config.strict if strict is None else strict, settings=settings)
     # (the settings take effect in _lower_and_compile, AOTAutograd's complex-space tracing
     # here running no torchcx op; truncated_spectra alone rewrites Dynamo's graph, below)
     restore_addcdiv(gm)  # Note [Dynamo's addcdiv]
@@ -372,81 +367,19 @@ def _graph_kind(kwargs: dict[str, Any]) -> str:
 
 
 def _lower_and_compile(
-    gm: fx.GraphModule,
-    example_inputs: Sequence[Any],
-    *,
-    strict: bool,
-    settings: dict[str, Any],
-    contiguous_leaves: tuple[bool, ...] = (),
-    **kwargs: Any,
+    gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, settings: dict[str, Any], **kwargs: Any
 ) -> Callable[..., Any]:
     """torchcx's inner compiler: lower complex to real, then Inductor's compile_fx_inner.
 
     A backward graph is compiled at the first backward call, after ``torchcx_backend``
-    returned: ``settings`` are applied here again. ``contiguous_leaves`` says which of
-    Dynamo's inputs were (Note [Gradients in their leaves' layout]).
+    returned: ``settings`` are applied here again.
     """
     with config.patch(**settings):
-        return _lower_and_compile_now(gm, example_inputs, strict=strict, contiguous_leaves=contiguous_leaves, **kwargs)
-
-
-# Note [Gradients in their leaves' layout]
-# -----------------------------------------
-# AccumulateGrad stores a gradient as ``.grad`` only if its strides are its leaf's, and
-# copies it into the leaf's layout otherwise. A backward graph returns each gradient with
-# the strides eager's kernels would give it: the weight gradient of an einsum or a matmul
-# over permuted operands comes out permuted (the suite's FNO: (32, 32, 16, 16) complex64
-# weights, strides (32, 1, 16384, 1024)), and each call then paid a transposing copy of it
-# after the graph, on top of the kernel that wrote it (0.9 ms per weight; eager pays the
-# same). For an input that was a contiguous leaf requiring grad when the graph was
-# compiled, the backward graph returns its gradient contiguous instead: the kernel that
-# computes it writes it in that order, at no cost, and AccumulateGrad keeps it. ``.grad``
-# is what eager gives, strides included; what runs before AccumulateGrad (a hook on the
-# leaf, ``torch.autograd.grad``) sees other strides than eager's, the same values
-# (docs/semantics.md, section 3). Dynamo does not guard on leafness: called again with a
-# non-leaf input, the gradient flowing into its autograd graph is contiguous, its values
-# the same.
-
-
-def _contiguous_leaves(example_inputs: Sequence[Any]) -> tuple[bool, ...]:
-    """For each of Dynamo's inputs: whether it is a contiguous leaf that requires grad
-    (Note [Gradients in their leaves' layout])."""
-    return tuple(isinstance(x, Tensor) and x.is_leaf and x.requires_grad and x.is_contiguous() for x in example_inputs)
-
-
-def _gradients_contiguous(gm: fx.GraphModule, contiguous_leaves: tuple[bool, ...]) -> int:
-    """Note [Gradients in their leaves' layout] on a backward graph, whose outputs are the
-    gradients of the forward's inputs in order; returns how many outputs became contiguous."""
-    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
-    grads = output.args[0]
-    if len(grads) != len(contiguous_leaves):
-        return 0  # (not one gradient per input, as a graph with lifted parameters has)
-    changed = []
-    for grad, leaf in zip(grads, contiguous_leaves):
-        value = grad.meta.get("val") if isinstance(grad, fx.Node) else None
-        if leaf and isinstance(value, Tensor) and not value.is_contiguous():
-            with gm.graph.inserting_before(output):
-                contiguous = gm.graph.call_function(
-                    torch.ops.aten.clone.default, (grad,), {"memory_format": torch.contiguous_format}
-                )
-            with value.fake_mode:
-                contiguous.meta["val"] = value.clone(memory_format=torch.contiguous_format)
-            changed.append(contiguous)
-        else:
-            changed.append(grad)
-    if changed != list(grads):
-        output.args = (type(grads)(changed), *output.args[1:])
-        gm.recompile()
-    return sum(a is not b for a, b in zip(changed, grads))
+        return _lower_and_compile_now(gm, example_inputs, strict=strict, **kwargs)
 
 
 def _lower_and_compile_now(
-    gm: fx.GraphModule,
-    example_inputs: Sequence[Any],
-    *,
-    strict: bool,
-    contiguous_leaves: tuple[bool, ...] = (),
-    **kwargs: Any,
+    gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, **kwargs: Any
 ) -> Callable[..., Any]:
     from torch._inductor.compile_fx import compile_fx_inner
     from torch._inductor.decomposition import select_decomp_table
@@ -468,8 +401,6 @@ def _lower_and_compile_now(
 
     if kind == "inference":
         _common_subexpressions_once(gm)  # Note [Loop-invariant values computed once]
-    if kind == "backward":
-        _gradients_contiguous(gm, contiguous_leaves)  # Note [Gradients in their leaves' layout]
     spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")
     imaginary_exponentials(real.gm)  # Note [Exponentials of imaginary numbers]
