@@ -1,6 +1,6 @@
 """neuraloperator's models, unmodified, forward + backward: eager vs torch.compile vs torchcx (issue 15).
 
-FNO (2-D, 4 layers, 16 modes, hidden channels 32), TFNO (the same with its
+FNO (2-D, 4 layers, 16 modes (`--n-modes`), hidden channels 32), TFNO (the same with its
 default Tucker-factorized weights) on a batch of 8 real 3-channel 64x64
 inputs, and a SpectralConv with ``complex_data=True`` (32 channels, 16 modes)
 on complex 8x32x64x64 inputs. Each step is the model, a mean-square loss and
@@ -31,18 +31,19 @@ import torchcx
 Step = Callable[[torch.Tensor], tuple[torch.Tensor, ...]]
 
 
-def models() -> list[tuple[str, torch.nn.Module, torch.Tensor]]:
+def models(n_modes: int = 16) -> list[tuple[str, torch.nn.Module, torch.Tensor]]:
     from neuralop.layers.spectral_convolution import SpectralConv
     from neuralop.models import FNO, TFNO
 
     torch.manual_seed(0)
-    shape = dict(n_modes=(16, 16), in_channels=3, out_channels=1, hidden_channels=32, n_layers=4)
+    modes = (n_modes, n_modes)
+    shape = dict(n_modes=modes, in_channels=3, out_channels=1, hidden_channels=32, n_layers=4)
     x = torch.randn(8, 3, 64, 64)
     z = torch.randn(8, 32, 64, 64, dtype=torch.complex64)
     return [
         ("FNO", FNO(**shape), x),
         ("TFNO (Tucker)", TFNO(**shape), x),
-        ("SpectralConv complex_data", SpectralConv(32, 32, n_modes=(16, 16), complex_data=True), z),
+        ("SpectralConv complex_data", SpectralConv(32, 32, n_modes=modes, complex_data=True), z),
     ]
 
 
@@ -74,13 +75,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--models", default="", help="comma-separated name prefixes (FNO,TFNO,SpectralConv)")
+    parser.add_argument("--n-modes", type=int, default=16, help="the models' n_modes along each axis (64x64 grids)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     torch._inductor.config.force_disable_caches = True  # compile times are cold
 
     rows = []
-    for name, model, x in models():
+    for name, model, x in models(args.n_modes):
         if args.models and not any(name.startswith(m) for m in args.models.split(",")):
             continue
         params = list(model.parameters())
