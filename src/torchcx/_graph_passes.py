@@ -147,9 +147,10 @@ the columns pruned between them (``pruned_rfft2``: the real FFT along the
 last dim, cut to the kept columns, then the complex FFT along dim -2 of those
 columns alone; ``pruned_irfft2`` the reverse, with the zeros built only as
 wide as the kept columns). That is what ``rfft2``/``irfft2`` compute, stage
-by stage, less the column FFTs of modes that are dropped or zero: the same
-sums in the same order, so the results match the vendor's 2-D transform to
-its rounding. ``config.truncated_spectra = False`` keeps the full FFTs.
+by stage, less the column FFTs of modes that are dropped or zero, so the
+results agree with the vendor's 2-D transform to rounding (the vendor may
+order its sums differently). ``config.truncated_spectra = False`` keeps the
+full FFTs.
 """
 
 from __future__ import annotations
@@ -874,10 +875,10 @@ def _truncate_forward(gm: fx.GraphModule, fft: fx.Node) -> str | None:
     all_rows = tuple(f for fs in freqs for f in fs)
     cols = max(c.stop for _, (_, c) in blocks)
     strategy = _truncation(n, m, len(all_rows), cols)
-    shifted = " after fftshift" if shift else ""
-    read = f"rfft2 of {shape}{shifted}: {len(all_rows)} x {cols} of its {n} x {m // 2 + 1} modes read"
     if strategy is None:
         return None
+    shifted = " after fftshift" if shift else ""
+    read = f"rfft2 of {shape}{shifted}: {len(all_rows)} x {cols} of its {n} x {m // 2 + 1} modes read"
     if strategy == "pruned":
         with gm.graph.inserting_before(fft):
             pruned = gm.graph.call_function(pruned_rfft2, (fft.args[0], cols, norm))
@@ -954,10 +955,10 @@ def _truncate_inverse(gm: fx.GraphModule, ifft: fx.Node) -> str | None:
     kept_rows = len({r for _, (rows, _), _ in writes for r in rows})
     kept_cols = max(c.stop for _, (_, c), _ in writes)
     strategy = _truncation(n, m, kept_rows, kept_cols)
-    shifted = " through fftshift" if shift else ""
-    written = f"irfft2 to {(*shape[:-1], m)} of zeros but {kept_rows} x {kept_cols} of its {n} x {half} modes{shifted}"
     if strategy is None or (strategy == "pruned" and not set(zeros.kwargs) <= _ZEROS_KEYWORDS):
         return None
+    shifted = " through fftshift" if shift else ""
+    written = f"irfft2 to {(*shape[:-1], m)} of zeros but {kept_rows} x {kept_cols} of its {n} x {half} modes{shifted}"
     if strategy == "pruned":
         with gm.graph.inserting_before(zeros):
             narrow = gm.graph.call_function(torch.zeros, ((*shape[:-1], kept_cols),), dict(zeros.kwargs))
