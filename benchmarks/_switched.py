@@ -13,18 +13,36 @@ the suite (``torchcx.bench.runner.round_order``).
 
 from __future__ import annotations
 
+import argparse
 import resource
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+import torch
+
 import torchcx
-from torchcx.bench.runner import round_order
+from torchcx.bench.runner import round_order, set_threads
 
 SAMPLE_S = 0.02
 
 #: (object, attribute, value while the mode compiles)
 Switch = tuple[Any, str, Any]
+
+
+def parse_options(parser: argparse.ArgumentParser, sample_s: float = SAMPLE_S) -> argparse.Namespace:
+    """``parser``'s options with the ones every such benchmark takes (``--rounds``, ``--threads``,
+    ``--sample-s``), applied: samples of ``--sample-s`` seconds, torch on ``--threads`` threads
+    and the process on as many cores (so JAX's pool too), Inductor's caches off (cold compiles)."""
+    global SAMPLE_S
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sample-s", type=float, default=sample_s, help="seconds of back-to-back calls per sample")
+    options = parser.parse_args()
+    SAMPLE_S = options.sample_s
+    set_threads(options.threads)
+    torch._inductor.config.force_disable_caches = True
+    return options
 
 
 def compiled_with(program: Callable[..., Any], args: tuple[Any, ...], tag: str, switches: Sequence[Switch]) -> Any:

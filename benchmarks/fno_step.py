@@ -19,13 +19,11 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-import _switched
 import torch
-from _switched import compiled_with, time_interleaved
+from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx
 from torchcx.bench.modes import JaxInstance, Skipped
-from torchcx.bench.runner import set_threads
 from torchcx.bench.workloads import WORKLOADS
 
 #: mode -> the switches set while it compiles
@@ -34,14 +32,8 @@ MODES = {"torchcx": (), "full FFTs": ((torchcx.config, "truncated_spectra", Fals
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--sample-s", type=float, default=0.1, help="seconds of calls per sample (several calls)")
     parser.add_argument("--scale", default="full")
-    parser.add_argument("--threads", type=int, default=1)
-    options = parser.parse_args()
-    _switched.SAMPLE_S = options.sample_s  # (a 20 ms sample would be one call, right after another mode's)
-    set_threads(options.threads)  # (torch's threads, and the cores XLA's pool may use)
-    torch._inductor.config.force_disable_caches = True
+    options = parse_options(parser, sample_s=0.1)  # (a 20 ms sample would be one call, after another mode's)
     problem = WORKLOADS["fno"].build(options.scale, torch.device("cpu"))
     modes: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {"eager": (problem.program, problem.make_args())}
     default = torch.compile(problem.program, dynamic=False)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from _switched import compiled_with, time_interleaved
+from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx._inductor_patches as patches
 from torchcx.bench.workloads import SWEEP_WORKLOADS, WORKLOADS
@@ -42,11 +42,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="elementwise,nls,mlp")
     parser.add_argument("--sizes", default="", help="exponents: the sweep workloads at 2^k elements too")
     parser.add_argument("--sweep-workloads", default="elementwise")
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--threads", type=int, default=1)
-    options = parser.parse_args()
-    torch.set_num_threads(options.threads)
-    torch._inductor.config.force_disable_caches = True
+    options = parse_options(parser)
     problems = {name: WORKLOADS[name].build("full", torch.device("cpu")) for name in options.workloads.split(",")}
     for k in (int(s) for s in options.sizes.split(",") if s):
         for name in options.sweep_workloads.split(","):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from _switched import compiled_with, time_interleaved
+from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx._inductor_patches as patches
 import torchcx.backend as backend
@@ -34,11 +34,7 @@ def _compiled(program: Callable[..., Any], args: tuple[Any, ...], after: bool, t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default="elementwise,nls,mlp")
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--threads", type=int, default=1)
-    options = parser.parse_args()
-    torch.set_num_threads(options.threads)
-    torch._inductor.config.force_disable_caches = True
+    options = parse_options(parser)
     modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
     for name in options.workloads.split(","):
         problem = WORKLOADS[name].build("full", torch.device("cpu"))
