@@ -301,11 +301,18 @@ def test_kernels_of_a_graph_are_built_together(batch):
         torch.testing.assert_close(got, expected)
 
 
-def test_kernels_built_together_in_parallel_libraries():
+@pytest.mark.parametrize("per_library", [1, None], ids=["large", "small"])
+def test_kernels_built_together_in_parallel_libraries(monkeypatch, per_library):
+    """A graph's kernels go to as many libraries as there are compile threads only where
+    there is enough source for each (Note [Kernels built together])."""
+    from torchcx import _kernel_batches
+
+    if per_library is not None:  # (every source counts as large)
+        monkeypatch.setattr(_kernel_batches, "SOURCE_PER_LIBRARY", per_library)
     g = torch.Generator().manual_seed(1)
     x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
     out, kernels, builds = compile_and_count_builds(_three_kernels, x, w, threads=2)
-    assert builds == 2 < kernels
+    assert builds == (2 if per_library else 1) < kernels
     for got, expected in zip(out, _three_kernels(x, w)):
         torch.testing.assert_close(got, expected)
 
@@ -316,7 +323,8 @@ def test_a_library_that_fails_to_build_falls_back_to_one_per_kernel(monkeypatch,
     source = _kernel_batches.library_source
     monkeypatch.setattr(_kernel_batches, "library_source", lambda kernels: source(kernels) + "\nnot C++;\n")
     g = torch.Generator().manual_seed(2)
-    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    # (a size no other test compiles: kernels another test built alone would be found built)
+    x, w = (torch.randn(5, 5, dtype=torch.complex64, generator=g) for _ in range(2))
     with caplog.at_level("WARNING", logger="torchcx._kernel_batches"):
         out, kernels, builds = compile_and_count_builds(_three_kernels, x, w, threads=1)
     assert builds == 1 + kernels  # the library that failed, then each kernel alone

@@ -15,10 +15,16 @@ time against 17 s (profiled 2026-12-04, one g++ at a time).
 
 While torchcx compiles, the kernels a generated module defines are collected
 instead of built one by one; when the module waits for them
-(``AsyncCompile.wait``), they are built as ``compile_threads`` libraries (one on
-a machine that compiles one at a time), the kernels shared out so that the
-largest library is as small as it can be made (largest kernel first, to the
-library with the least source so far). Each kernel keeps its source; it is
+(``AsyncCompile.wait``), they start building as one library, or as up to
+``compile_threads`` libraries where there is ``SOURCE_PER_LIBRARY`` of source for
+each, the kernels shared out so that the largest library is as small as it can be
+made (largest kernel first, to the library with the least source so far). A g++ run
+here costs about 0.6 s plus 0.015 s per 1000 characters of kernel source (16 runs,
+7-67 thousand characters, 2026-12-06): splitting a library in two pays a second fixed
+cost to save half the rest, and only saves time where another core is idle, which
+it is not while the forward's and the backward's libraries build side by side. A
+graph of a few small kernels (a complex ``bmm``, an ``fft2``, forward and backward)
+compiled in 1.6 s as one library per graph against 1.9-2.2 s as two. Each kernel keeps its source; it is
 put in a namespace of its own (``extern "C"`` dropped, its ``#include`` lines
 moved to the top: the prefix is included once), and the library exposes one
 Python function per kernel, called as Inductor's own binding would be (the
@@ -27,6 +33,15 @@ arguments are parsed the same way: tensors to their data pointers, ``int64_t``,
 code cache (its flags, vector ISA, precompiled header, file locks and on-disk
 cache; a module loaded from the FX graph cache finds its libraries there), so
 what runs is the code Inductor generated, compiled the way Inductor compiles it.
+
+The module does not wait for the builds: each kernel stands in the module's globals
+until its first call, which waits for its library and puts the library's function in
+its place (the generated ``call`` looks its kernels up there each time, so later calls
+go straight to it). Meanwhile torchcx lowers the backward (Note [Backward lowered with
+the forward] in backend.py) and Dynamo finishes: g++ runs in the compile threads while
+Python does that work. Where Inductor compiles in one thread (``compile_threads`` 1),
+nothing is submitted, and the first call builds the library. A library that fails to
+build is found at that first call, and its kernels are built alone there.
 
 The libraries are linked with the fastest linker installed (mold, lld or gold, which
 the compiler is asked for with ``-fuse-ld``; the system's default ``ld.bfd`` otherwise).
@@ -66,6 +81,9 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)", re.MULTILINE)
 #: The scalar argument types Inductor's Python binding parses (besides pointers).
 _SCALARS = ("int64_t", "uintptr_t", "float")
 _PENDING = "_torchcx_pending_kernels"  # the attribute each AsyncCompile keeps its kernels in
+#: Characters of kernel source that make a library worth its own g++ run (Note [Kernels built
+#: together]: about 2 x the fixed cost / the cost per character).
+SOURCE_PER_LIBRARY = 80_000
 
 
 def batchable(argtypes: Sequence[str], source: str) -> bool:
@@ -286,7 +304,8 @@ def _failed(count: int, error: Exception) -> None:
 
 
 class BatchedKernel:
-    """A kernel whose library is built when its module waits (or at its first call)."""
+    """A kernel whose library starts building when its module is loaded (``AsyncCompile.wait``),
+    and which stands for the library's function in the module until its first call."""
 
     def __init__(self, pending: _Pending, argtypes: Sequence[str], source: str) -> None:
         self.pending = pending
@@ -294,6 +313,8 @@ class BatchedKernel:
         self.source = source
         self.library: _Library | None = None
         self.index = -1
+        self.scope: dict[str, Any] | None = None  # the module's globals, where it stands as ``name``
+        self.name = ""
 
     def result(self) -> Callable[..., Any]:
         if self.library is None:
@@ -301,8 +322,17 @@ class BatchedKernel:
         assert self.library is not None
         return self.library.function(self.index)
 
+    def bind_at_first_call(self, scope: dict[str, Any], name: str) -> None:
+        """``scope[name]`` (the generated module's global) becomes the library's function at
+        this kernel's first call, which waits for its build; later calls go to it directly."""
+        self.scope, self.name = scope, name
+        scope[name] = self
+
     def __call__(self, *args: Any) -> Any:
-        return self.result()(*args)
+        function = self.result()
+        if self.scope is not None:
+            self.scope[self.name] = function
+        return function(*args)
 
 
 class _Pending:
@@ -320,7 +350,9 @@ class _Pending:
 
     def build(self) -> None:
         kernels, self.kernels = self.kernels, []
-        for group in shares([len(k.source) for k in kernels], self.libraries):
+        sizes = [len(k.source) for k in kernels]
+        libraries = min(self.libraries, max(1, sum(sizes) // SOURCE_PER_LIBRARY))
+        for group in shares(sizes, libraries):
             library = _Library([(kernels[i].argtypes, kernels[i].source) for i in group], self.submit)
             for index, i in enumerate(group):
                 kernels[i].library, kernels[i].index = library, index
@@ -364,7 +396,7 @@ def kernels_built_together() -> Iterator[None]:
             pending.build()
             for key, value in list(scope.items()):
                 if isinstance(value, BatchedKernel):
-                    scope[key] = value.result()
+                    value.bind_at_first_call(scope, key)
         wait(self, scope)
 
     compiler.cpp_pybinding = for_this_thread(collected, cpp_pybinding)
