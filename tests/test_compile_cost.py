@@ -317,6 +317,28 @@ def test_kernels_built_together_in_parallel_libraries(monkeypatch, per_library):
         torch.testing.assert_close(got, expected)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_lowered_with_the_forward(threads):
+    """Note [Backward lowered with the forward]: the forward's first call has lowered the
+    backward too; its kernels are bound at their first call; the gradients are eager's."""
+    from torchcx.explain import _capture
+
+    def fn(z):
+        return (torch.sin(z) * z.conj()).abs().sum()
+
+    z = torch.randn(6, dtype=torch.complex64, generator=torch.Generator().manual_seed(4))
+    leaf = z.clone().requires_grad_()
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True, compile_threads=threads), _capture() as report:
+        loss = torchcx.compile(fn)(leaf)
+        assert [graph.kind for graph in report.graphs] == ["forward", "backward"]
+        loss.backward()
+    expected = z.clone().requires_grad_()
+    fn(expected).backward()
+    torch.testing.assert_close(loss, fn(z))
+    torch.testing.assert_close(leaf.grad, expected.grad)
+
+
 def test_a_library_that_fails_to_build_falls_back_to_one_per_kernel(monkeypatch, caplog):
     from torchcx import _kernel_batches
 

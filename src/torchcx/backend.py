@@ -123,7 +123,13 @@ def torchcx_backend(
     if settings["truncated_spectra"]:
         truncated_spectra(gm, rewrites)  # Note [Truncated spectra]
     record_rewrites(rewrites)
-    with _aot_cache(example_inputs, settings, inner.keywords["strict"], patches), quiet_complex_warning():
+    # Note [Backward lowered with the forward]
+    early_backward = torch._functorch.config.patch(force_non_lazy_backward_lowering=True)
+    with (
+        _aot_cache(example_inputs, settings, inner.keywords["strict"], patches),
+        quiet_complex_warning(),
+        early_backward,
+    ):
         return compile_fx(
             gm,
             example_inputs,
@@ -157,16 +163,9 @@ def torchcx_backend(
 #   subclasses' constructors (a program that builds a ComplexTensor) are marked cacheable,
 #   keyed by the same identity (Inductor's ``unsafe_marked_cacheable_functions``): without
 #   them AOTAutograd bypasses its cache.
-# * Training graphs. AOTAutograd saves their entry when it compiles the backward, at the
-#   first ``backward()``, outside torchcx's compile and so without the bundled flag:
-#   nothing was saved. ``_bundle_lazy_backward`` registers Dynamo compile callbacks that
-#   turn the flag on while a torchcx compilation's backward is compiled and its entry
-#   saved (the ``LAZY_BACKWARD`` trigger, with the compile id ``_aot_cache`` recorded). The
-#   flag is process-wide for those seconds: a compile in another thread meanwhile makes a
-#   bundled entry too, which torch supports for its own graphs. Lowering the backward with
-#   the forward (``force_non_lazy_backward_lowering``) would also make the entry, but
-#   compiles it with donated buffers, and ``backward(retain_graph=True)`` then raises
-#   (tests/test_autograd_cases.py::test_retain_graph failed with it).
+# * Training graphs. AOTAutograd saves their entry once it has compiled the backward, which
+#   torchcx lowers with the forward, inside this compilation and so with the bundled flag
+#   on (Note [Backward lowered with the forward]).
 # * Inductor's FX graph cache kept. With the bundled flag on, compile_fx skips the FX graph
 #   cache; torchcx's inner compile turns the flag off around ``compile_fx_inner``, so a
 #   program whose entry is missing (a forward never differentiated saves none) still finds
@@ -208,56 +207,12 @@ def _aot_cache(
         **torch._inductor.config.unsafe_marked_cacheable_functions,
         **{f"{f.__module__}.{f.__name__}": identity for f in in_graphs},
     }
-    # (AOTAutograd's own test for a graph with a backward)
-    if torch.is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in example_inputs):
-        compile_id = torch._guards.CompileContext.current_compile_id()
-        if compile_id is not None:
-            _bundle_lazy_backward(str(compile_id))
     tag = f"{torch.compiler.config.cache_key_tag}|torchcx-{identity}"
     with (
         torch.compiler.config.patch(cache_key_tag=tag),
         torch._functorch.config.patch(bundled_autograd_cache=True),
     ):
         yield
-
-
-#: Dynamo compile ids of torchcx's compilations whose backward AOTAutograd compiles at the
-#: first ``backward()`` and then saves the cache entry (``_lazy_backward_started``).
-_LAZY_BACKWARDS: set[str] = set()
-_BUNDLING: list[tuple[str, Any]] = []  # (compile id, its patch) while such a backward compiles
-
-
-# The callbacks run under the callback handler's lock, and a backward can start inside a
-# compiled function (``loss.backward()`` after a graph break), whose frames Dynamo compiles:
-# it compiled this callback too, and waited for that lock (a deadlock). Dynamo skips them.
-@torch._dynamo.disable
-def _lazy_backward_started(args: Any) -> None:
-    """A Dynamo compile callback: the bundled flag on while AOTAutograd compiles the backward
-    of a torchcx compilation and saves its entry (Note [torchcx graphs in AOTAutograd's cache])."""
-    from torch._dynamo.callback import CallbackTrigger
-
-    if args.callback_trigger is CallbackTrigger.LAZY_BACKWARD and args.compile_id in _LAZY_BACKWARDS:
-        patch = torch._functorch.config.patch(bundled_autograd_cache=True)
-        patch.__enter__()
-        _BUNDLING.append((args.compile_id, patch))
-
-
-@torch._dynamo.disable
-def _lazy_backward_ended(args: Any) -> None:
-    if _BUNDLING and _BUNDLING[-1][0] == args.compile_id:
-        _LAZY_BACKWARDS.discard(args.compile_id)
-        _BUNDLING.pop()[1].__exit__(None, None, None)
-
-
-def _bundle_lazy_backward(compile_id: str) -> None:
-    """Bundle the entry of the compilation ``compile_id`` when its backward is compiled."""
-    from torch._dynamo.callback import callback_handler
-
-    _LAZY_BACKWARDS.add(compile_id)
-    # (torch._dynamo.reset() clears the callbacks)
-    if _lazy_backward_started not in callback_handler.start_callbacks:
-        callback_handler.register_start_callback(_lazy_backward_started)
-        callback_handler.register_end_callback(_lazy_backward_ended)
 
 
 #: Inductor decompositions that torchcx's tables replace in complex space: ``add``
@@ -366,16 +321,52 @@ def _graph_kind(kwargs: dict[str, Any]) -> str:
     return "inference" if kwargs.get("is_inference") else "forward"
 
 
+# Note [Backward lowered with the forward]
+# -----------------------------------------
+# AOTAutograd lowers a training graph's backward at the first ``backward()`` by default.
+# torchcx lowers it right after the forward (``force_non_lazy_backward_lowering``), while
+# the forward's C++ kernels build in the background (Note [Kernels built together]: a
+# module binds its kernels at their first call, not when it is loaded): Inductor's code
+# generation for the backward, in Python, overlaps the forward's g++ run, and the
+# backward's g++ run the forward's on a second core. Single ops, forward and backward,
+# cold (2 cores, medians of 4 processes alternating with the lazy lowering, 2026-12-06):
+# ``sub`` 1.82 -> 1.05 s, ``sin`` 2.36 -> 1.71 s, ``acos`` 4.15 -> 2.45 s, ``bmm``
+# 2.77 -> 1.84 s. A forward that is never differentiated pays the backward's lowering
+# (not its g++ run, which is never waited for): a program run for inference should run
+# under ``torch.no_grad()`` or ``torch.inference_mode()``, where AOTAutograd makes no
+# backward.
+#
+# Lowered with the forward, the backward would reuse the buffers of saved tensors for its
+# results ("donated buffers"), and ``backward(retain_graph=True)`` or ``create_graph=True``
+# then raises. Lowered lazily, AOTAutograd knows at the first ``backward()`` whether the
+# graph is kept and donates only if it is not (a later ``retain_graph=True`` raises there
+# too). torchcx donates none: eager's semantics whatever the calls (the saved buffers
+# are freed as the backward ends anyway; the FNO step measured the same within 1%).
+# A backward that fails to lower now fails the forward's compilation, as stock
+# ``torch.compile`` does for a graph that saves sizes for its backward.
+
+
 def _lower_and_compile(
     gm: fx.GraphModule, example_inputs: Sequence[Any], *, strict: bool, settings: dict[str, Any], **kwargs: Any
 ) -> Callable[..., Any]:
     """torchcx's inner compiler: lower complex to real, then Inductor's compile_fx_inner.
 
-    A backward graph is compiled at the first backward call, after ``torchcx_backend``
-    returned: ``settings`` are applied here again.
+    ``settings`` hold in the graph's lowering (Note [Settings are part of what was compiled]).
     """
+    if kwargs.get("is_backward"):
+        _no_donated_buffers()
     with config.patch(**settings):
         return _lower_and_compile_now(gm, example_inputs, strict=strict, **kwargs)
+
+
+def _no_donated_buffers() -> None:
+    """No saved tensor's buffer reused by the backward being lowered (Note [Backward lowered
+    with the forward]). The list is AOTAutograd's forward metadata's, which its runtime reads
+    too (and which it shares with the metadata of a program on subclasses): emptied in place."""
+    context = torch._guards.TracingContext.try_get()
+    donated = getattr(getattr(context, "fw_metadata", None), "bw_donated_idxs", None)
+    if donated:
+        donated.clear()
 
 
 def _lower_and_compile_now(

@@ -20,10 +20,11 @@ Setting an attribute changes it for the whole process; ``patch`` changes it for 
 calling thread only (a context variable holds the patched values, read before the
 module's own), and so does setting a patched attribute inside the ``patch`` block (undone
 at its end, as before). The backend applies a compiled function's settings with ``patch`` while
-it lowers a graph, and a backward graph is lowered at the first ``backward()``, in
-whichever thread calls it and outside Dynamo's compile lock: with process-wide patches,
-two threads lowering at once read each other's settings, and the patch that ended last
-restored the other's values for good (Note [Patches and threads] in _patching.py).
+it lowers a graph. Process-wide patches broke when two threads lowered at once, as they did
+while a backward graph was lowered at the first ``backward()``, in whichever thread called it,
+outside Dynamo's compile lock (before Note [Backward lowered with the forward] in backend.py):
+each read the other's settings, and the patch that ended last restored the other's values for
+good (Note [Patches and threads] in _patching.py).
 """
 
 from __future__ import annotations

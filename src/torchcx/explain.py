@@ -152,10 +152,11 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     handed to Inductor: its inputs and how complex ones crossed the boundary
     (layout, copies), its outputs, each complex op and the implementation it
     was lowered to, extern kernels and eager fallbacks, and whether the graph
-    Inductor lowered is real-only. With ``backward=True`` it also runs a
-    backward pass (of the sum of the outputs' absolute values) to report the
-    backward graphs (a function that runs its own backward, a training step,
-    reports its backward graphs either way). ``fn`` runs several times (in
+    Inductor lowered is real-only. A graph whose inputs require gradients has
+    its backward graph lowered with it, and reported. With ``backward=True`` it
+    also runs a backward pass (of the sum of the outputs' absolute values; none
+    for a function that runs its own, a training step), and counts the complex
+    ops the backward runs in eager too. ``fn`` runs several times (in
     Dynamo's explain, compiled, in eager and compiled again to count), each time
     on fresh copies of the arguments, so its side effects do not reach them.
     ``print(report)`` shows it.
@@ -172,10 +173,12 @@ def explain(fn: Callable[..., Any], *args: Any, backward: bool = False, **kwargs
     # Dynamo's explain lists no frame it skipped (a graph break in a loop skips the whole
     # frame): its messages are in the "unimplemented" counter, read around this first call.
     unimplemented = Counter(counters["unimplemented"])
+    grads = _leaf_gradients((call_args, call_kwargs))
     with _capture() as captured:
         out = compiled(*call_args, **call_kwargs)
-        # A training step runs its own backward (its graphs are captured already): none more.
-        run_backward = backward and not any(graph.kind == "backward" for graph in captured.graphs)
+        # A training step runs its own backward (its leaves' gradients changed): none more.
+        # (Its backward graphs tell nothing: torchcx lowers them with the forward.)
+        run_backward = backward and all(t.grad is grad for t, grad in grads)
         if run_backward:
             _backward(out)
     report.graphs = list(captured.graphs)
@@ -209,6 +212,17 @@ def _backward(out: Any, counter: _ComplexOpCounter | None = None) -> None:
     # and gradient accumulation (detach, add_ into .grad) is no work of the function's.
     with counter if counter is not None else contextlib.nullcontext():
         torch.autograd.grad(tensors, leaves, grads, allow_unused=True)
+
+
+def _leaf_gradients(values: Any) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """(leaf, its ``.grad`` now) for the tensors requiring grad in ``values`` and the parameters
+    of the modules there."""
+    out = []
+    for value in tree_flatten(values)[0]:
+        for t in value.parameters() if isinstance(value, torch.nn.Module) else [value]:
+            if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is None:
+                out.append((t, t.grad))
+    return out
 
 
 def _leaves(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
