@@ -16,14 +16,15 @@ time against 17 s (profiled 2026-12-04, one g++ at a time).
 While torchcx compiles, the kernels a generated module defines are collected
 instead of built one by one; when the module waits for them
 (``AsyncCompile.wait``), they start building as one library, or as up to
-``compile_threads`` libraries where there is ``SOURCE_PER_LIBRARY`` of source for
-each, the kernels shared out so that the largest library is as small as it can be
+``compile_threads`` libraries, one more for each ``SOURCE_PER_LIBRARY`` characters of
+source, the kernels shared out so that the largest library is as small as it can be
 made (largest kernel first, to the library with the least source so far). A g++ run
 here costs about 0.6 s plus 0.015 s per 1000 characters of kernel source (16 runs,
-7-67 thousand characters, 2026-12-06): splitting a library in two pays a second fixed
-cost to save half the rest, and only saves time where another core is idle, which
-it is not while the forward's and the backward's libraries build side by side. A
-graph of a few small kernels (a complex ``bmm``, an ``fft2``, forward and backward)
+7-67 thousand characters, 2026-12-06). Splitting a library in two saves half the
+per-character part where the other core is idle, and pays a second fixed cost in CPU
+time where it is not, as while the forward's and the backward's libraries build side
+by side: it is worth it from about 2 x 0.6 / 0.015 = 80 thousand characters. A graph
+of a few small kernels (a complex ``bmm``, an ``fft2``, forward and backward)
 compiled in 1.6 s as one library per graph against 1.9-2.2 s as two. Each kernel keeps its source; it is
 put in a namespace of its own (``extern "C"`` dropped, its ``#include`` lines
 moved to the top: the prefix is included once), and the library exposes one
@@ -81,9 +82,9 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)", re.MULTILINE)
 #: The scalar argument types Inductor's Python binding parses (besides pointers).
 _SCALARS = ("int64_t", "uintptr_t", "float")
 _PENDING = "_torchcx_pending_kernels"  # the attribute each AsyncCompile keeps its kernels in
-#: Characters of kernel source that make a library worth its own g++ run (Note [Kernels built
-#: together]: about 2 x the fixed cost / the cost per character).
-SOURCE_PER_LIBRARY = 80_000
+#: Characters of kernel source worth one more library, and g++ run, than the first (Note
+#: [Kernels built together]: about 2 x a run's fixed cost / its cost per character).
+SOURCE_PER_LIBRARY = 40_000
 
 
 def batchable(argtypes: Sequence[str], source: str) -> bool:
@@ -351,7 +352,7 @@ class _Pending:
     def build(self) -> None:
         kernels, self.kernels = self.kernels, []
         sizes = [len(k.source) for k in kernels]
-        libraries = min(self.libraries, max(1, sum(sizes) // SOURCE_PER_LIBRARY))
+        libraries = min(self.libraries, 1 + sum(sizes) // SOURCE_PER_LIBRARY)
         for group in shares(sizes, libraries):
             library = _Library([(kernels[i].argtypes, kernels[i].source) for i in group], self.submit)
             for index, i in enumerate(group):
