@@ -21,11 +21,14 @@ source, the kernels shared out so that the largest library is as small as it can
 made (largest kernel first, to the library with the least source so far). A g++ run
 here costs about 0.6 s plus 0.015 s per 1000 characters of kernel source (16 runs,
 7-67 thousand characters, 2026-12-06). Splitting a library in two saves half the
-per-character part where the other core is idle, and pays a second fixed cost in CPU
-time where it is not, as while the forward's and the backward's libraries build side
-by side: it is worth it from about 2 x 0.6 / 0.015 = 80 thousand characters. A graph
-of a few small kernels (a complex ``bmm``, an ``fft2``, forward and backward)
-compiled in 1.6 s as one library per graph against 1.9-2.2 s as two. Each kernel keeps its source; it is
+per-character part where the other core is idle (the graph built last), and costs a
+second fixed cost where it is not (the forward's libraries while the backward is lowered:
+Note [Backward lowered with the forward] in backend.py). A graph of a few small kernels
+(a complex ``bmm``, an ``fft2``, forward and backward) compiled in 1.6 s as one library
+per graph against 1.9-2.2 s as two; a backward of 50-70 thousand characters built last
+(cumprod's, ``linalg.lu``'s) compiled 0.6-1.1 s faster as two libraries than as one
+(``benchmarks/compile_versions.py``): a second library from 40 thousand characters.
+Each kernel keeps its source; it is
 put in a namespace of its own (``extern "C"`` dropped, its ``#include`` lines
 moved to the top: the prefix is included once), and the library exposes one
 Python function per kernel, called as Inductor's own binding would be (the
@@ -83,7 +86,7 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)", re.MULTILINE)
 _SCALARS = ("int64_t", "uintptr_t", "float")
 _PENDING = "_torchcx_pending_kernels"  # the attribute each AsyncCompile keeps its kernels in
 #: Characters of kernel source worth one more library, and g++ run, than the first (Note
-#: [Kernels built together]: about 2 x a run's fixed cost / its cost per character).
+#: [Kernels built together], measured).
 SOURCE_PER_LIBRARY = 40_000
 
 
