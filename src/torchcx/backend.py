@@ -353,8 +353,6 @@ def _lower_and_compile(
 
     ``settings`` hold in the graph's lowering (Note [Settings are part of what was compiled]).
     """
-    if kwargs.get("is_backward"):
-        _no_donated_buffers()
     with config.patch(**settings):
         return _lower_and_compile_now(gm, example_inputs, strict=strict, **kwargs)
 
@@ -381,6 +379,8 @@ def _lower_and_compile_now(
     # which made Inductor bypass its cache for every torchcx graph).
     kwargs = {**kwargs, "get_decomp_fn": select_decomp_table}
     kind = _graph_kind(kwargs)
+    if kind == "backward":
+        _no_donated_buffers()  # Note [Backward lowered with the forward]
     if not any(has_complex(n.meta.get("val")) for n in gm.graph.nodes):
         # No complex value, nothing to lower: a program on ComplexTensors (planar or
         # bfloat16 parts, which AOTAutograd traced into their parts through torchcx's op
