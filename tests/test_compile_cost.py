@@ -6,6 +6,7 @@ the ops Inductor traces into its loop bodies, counted against the nodes of the r
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -479,3 +480,42 @@ def test_small_graphs_stay_one_function():
     calls = _kernel_calls(code)
     assert len(calls) == 1, calls
     torch.testing.assert_close(out, _three_gates(state, gate), rtol=1e-4, atol=1e-4)
+
+
+def _tails_generated(fn, *args) -> tuple[int, str]:
+    """(vectorized tail kernels Inductor generated, the code it emitted) compiling ``fn``."""
+    from torch._inductor.codegen import cpp
+
+    tails = 0
+    init = cpp.CppVecKernel.__init__
+
+    def counting_init(self, *a, **k):
+        nonlocal tails
+        tails += (a[4] if len(a) > 4 else k.get("tail_size")) is not None
+        init(self, *a, **k)
+
+    cpp.CppVecKernel.__init__ = counting_init
+    try:
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(force_disable_caches=True):
+            _, code = run_and_get_code(torchcx.compile(fn), *args)
+    finally:
+        cpp.CppVecKernel.__init__ = init
+    return tails, without_aot_id("\n".join(code))
+
+
+def _pointwise(z):
+    return torch.exp(z) * z.conj() + 1j
+
+
+@pytest.mark.parametrize("shape, empty", [((64, 32), True), ((5, 37), False)], ids=["whole_tiles", "a_tail"])
+def test_empty_tails_are_not_generated(monkeypatch: pytest.MonkeyPatch, shape, empty):
+    # Note [Empty tails not generated]: no vectorized tail is generated where the tiles cover
+    # the loop exactly, and the emitted code is the same as Inductor's with one.
+    z = torch.randn(shape, dtype=torch.complex64, generator=torch.Generator().manual_seed(5))
+    tails, code = _tails_generated(_pointwise, z)
+    monkeypatch.setattr(_inductor_patches, "_empty_tails_not_generated", contextlib.nullcontext)
+    stock_tails, stock_code = _tails_generated(_pointwise, z)
+    assert stock_tails > 0
+    assert tails == (0 if empty else stock_tails)
+    assert code == stock_code

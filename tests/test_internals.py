@@ -114,6 +114,11 @@ MISSING = [
         lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None),
     ),
     (
+        "Empty tails not generated",
+        _inductor_patches._empty_tails_not_generated,
+        lambda mp: mp.delattr(_cpp().LoopNest, "tile"),
+    ),
+    (
         "Reductions fused with their producers",
         _inductor_patches._reductions_fused_with_producers,
         lambda mp: mp.delattr(_cpp().CppScheduling, "_why_fuse_nodes"),

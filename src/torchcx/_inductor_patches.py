@@ -214,6 +214,22 @@ instead: the same function, the same arguments, and its results cloned where the
 alias an input as before (``extern._call_plan``). The entry exists only while
 torchcx compiles, and only torchcx's graphs hold the op.
 
+Note [Empty tails not generated]
+--------------------------------
+Inductor's C++ backend generates each fused kernel's loop body three times: a
+scalar kernel, a vectorized one for the tiled main loop, and a vectorized one
+for the tail the tiles leave (``CppKernelProxy.codegen_functions``). Where the
+loop's size is a known multiple of the tile, the tail's range is empty and its
+code is never emitted (``codegen_conditions`` drops a kernel whose range is
+empty), yet it was generated: a third of the code generation of every kernel
+at such sizes. torchcx's kernels are large (the 30-gate quantum circuit: 31
+kernels of 15 fused nodes each, 5.3 s of code generation), so while torchcx
+compiles, a pointwise kernel whose every tiled loop has a tail of statically
+zero length takes the scalar kernel, already generated, as its tail instead
+(``cpp.enable_loop_tail_vec`` off for that kernel alone): an empty range either
+way, so the emitted code is the same. Kernels with a reduction keep Inductor's
+path, where a scalar tail would change the reduction's prefix code.
+
 Note [Full vector loads]
 ------------------------
 Inductor's vectorized C++ kernel loads every tile with a count,
@@ -374,6 +390,11 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "('can be further revised')",
         "checked",
     ),
+    "Empty tails not generated": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpp tail kernel codegen when "
+        "divisible, enable_loop_tail_vec compile time, CppKernelProxy codegen_functions three kernels)",
+        "checked",
+    ),
     "Extern calls without the dispatcher": (
         "no upstream issue found (searched pytorch/pytorch issues: inductor python wrapper custom op "
         "dispatcher overhead, fallback kernel call overhead); the registry it uses is Inductor's own, "
@@ -480,6 +501,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_heavy_values_computed_once())
         stack.enter_context(_strides_of_linear_indices())
         stack.enter_context(_full_vector_loads())
+        stack.enter_context(_empty_tails_not_generated())
         stack.enter_context(_direct_extern_calls())
         if config.free_large_intermediates:
             stack.enter_context(_large_intermediates_freed())
@@ -899,6 +921,58 @@ def _nan_constants_not_compared() -> Iterator[None]:
 #: The Python name of torchcx's extern op in Inductor's wrapper, and what calls it instead.
 _EXTERN_OP = "torch.ops.torchcx.extern.default"
 _EXTERN_KERNEL = "torchcx_extern_kernel"
+
+
+@contextlib.contextmanager
+def _empty_tails_not_generated() -> Iterator[None]:
+    """Note [Empty tails not generated] (upstream: ``ADJUSTMENTS``)."""
+    try:
+        from torch._inductor import config as inductor_config
+        from torch._inductor.codegen import cpp
+    except ImportError:  # pragma: no cover
+        cannot_apply("Empty tails not generated", "torch._inductor.codegen.cpp does not import")
+        yield
+        return
+    proxy, nest = getattr(cpp, "CppKernelProxy", None), getattr(cpp, "LoopNest", None)
+    original_codegen = vars(proxy).get("codegen_functions") if proxy is not None else None
+    original_tile = vars(nest).get("tile") if nest is not None else None
+    if original_codegen is None or original_tile is None or not hasattr(inductor_config.cpp, "enable_loop_tail_vec"):
+        cannot_apply(
+            "Empty tails not generated",
+            "CppKernelProxy.codegen_functions, LoopNest.tile or config.cpp.enable_loop_tail_vec is missing",
+        )
+        yield
+        return
+    # (the setting as it was, whether the kernel is pointwise, the tails of its tiled loops so
+    # far): one entry per codegen_functions call in progress, in the one thread patched
+    kernels: list[tuple[bool, bool, list[Any]]] = []
+
+    def codegen_functions(self: Any, fn_list: Any, var_sizes_list: Any) -> Any:
+        tail_vec = inductor_config.cpp.enable_loop_tail_vec
+        kernels.append((tail_vec, all(not reduction for _, reduction in var_sizes_list), []))
+        try:
+            return original_codegen(self, fn_list, var_sizes_list)
+        finally:
+            kernels.pop()
+            inductor_config.cpp.enable_loop_tail_vec = tail_vec
+
+    def tile(self: Any, depth: int, factor: int) -> Any:
+        loop = original_tile(self, depth, factor)
+        if kernels:
+            tail_vec, pointwise, tails = kernels[-1]
+            tails.append(loop.size - loop.tiled_size)
+            # read right after the last tiling; restored when the kernel is generated
+            empty = pointwise and all(tail == 0 for tail in tails)
+            inductor_config.cpp.enable_loop_tail_vec = tail_vec and not empty
+        return loop
+
+    proxy.codegen_functions = for_this_thread(codegen_functions, original_codegen)
+    nest.tile = for_this_thread(tile, original_tile)
+    try:
+        yield
+    finally:
+        proxy.codegen_functions = original_codegen
+        nest.tile = original_tile
 
 
 @contextlib.contextmanager
