@@ -934,9 +934,10 @@ def test_small_contraction_values_and_gradients(name: str) -> None:
 def test_small_contraction_sums_products_in_few_dims() -> None:
     # Note [Small contractions in place]: the state's free axes that the output keeps
     # together, in order, are one axis of the products: a two-qubit gate on a 12-qubit state
-    # sums its products over 2 dims (each of them over 10 before: Inductor's loop analysis
-    # costs about the square of a loop's dims per node, a third of the quantum circuit's
-    # compile time).
+    # sums its products over 4 dims (two merged runs and the gate's two output axes; 12
+    # before: Inductor's loop analysis costs about the square of a loop's dims per node, a
+    # third of the quantum circuit's compile time). One complex product per summed index
+    # (4), each computing the 4 output slices: 16 real products.
     from torchcx.bench.workloads.quantum import gate_subscripts
 
     equation = gate_subscripts(12, (5, 6))
@@ -949,14 +950,14 @@ def test_small_contraction_sums_products_in_few_dims() -> None:
     with _capture() as report:
         got = torchcx.compile(fn)(gate, state)
     torch.testing.assert_close(got, fn(gate, state))
-    # the products of a gate entry (a 0-dim part) and a slice of the state
+    # the products of the gate's broadcast columns and slices of the state
     products = [
         n
         for g in report.graphs
         for n in g.real_graph.graph.nodes
-        if n.target is torch.ops.aten.mul.Tensor and any(a.meta["val"].dim() == 0 for a in n.all_input_nodes)
+        if n.target is torch.ops.aten.mul.Tensor and len(n.all_input_nodes) == 2
     ]
-    assert len(products) == 4 * 16 and {n.meta["val"].dim() for n in products} == {2}
+    assert len(products) == 4 * 4 and {n.meta["val"].dim() for n in products} == {4}
 
 
 @pytest.mark.parametrize("qubit", range(6))

@@ -86,11 +86,13 @@ with no batch letters, no diagonals and no letter summed out of one operand
 alone, is the sum over the small operand's entries of an entry times a slice
 of the large one: ``out[f, ...] = sum_k small[f, k] * big[..., k, ...]``. It is
 computed in that form, in complex space, before AOTAutograd: the slices are
-views (``select``), each output slice is a sum of at most 16 products, and the
-slices of the output are stacked where the einsum puts the small operand's
-free axes. torchcx lowers the products to real pointwise ops that Inductor
-computes in one pass that writes the output in place of the permutes and
-the GEMM. The rounding is that of the sum of products (as NumPy's einsum and
+views (``select``), and the sum has one product per summed index ``k``, of the
+small operand's column ``small[:, k]``, viewed with size 1 on the large
+operand's free axes, and the slice ``big[..., k, ...]``, viewed with size 1
+where the output has the small operand's free axes: each product computes
+every output slice by broadcasting (``_broadcast_products``). torchcx lowers
+the products to real pointwise ops that Inductor computes in one pass that
+writes the output in place of the permutes and the GEMM. The rounding is that of the sum of products (as NumPy's einsum and
 eager's ``einsum`` of non-finite values: docs/limitations.md, "Special values
 follow NumPy"); every other einsum keeps eager's decomposition. The
 replacement is ``einsum_small_in_place``, a drop-in ``torch.einsum`` that
@@ -106,6 +108,23 @@ had 16 or 17 dims, which Inductor's loop analysis (about the square of a loop's
 dims per node) walked for each; and each entry of the small operand is one select
 of it flattened, not one per axis. The 30-gate circuit's cold compile went from
 50 s to 34-38 s (same machine and hour, two runs each).
+
+The broadcast form replaced (2026-12-06) one where each output slice was its own
+sum of products and the slices were stacked: 4 products per term of a two-qubit
+gate where the broadcast has one, so its real graph had 3374 nodes against 1716,
+and every loop body 2-4 times the ops. The stacked form wrote all output slices
+from one read of the slices, where the broadcast's loops read them once per
+output slice (from L1 where a row of them fits; from L2 or L3 for gates on the
+first qubits), and the circuit ran 3-5% slower in the broadcast form; it compiles
+in half the time (benchmarks/small_contractions.py, docs/performance.md). Where
+the small operand's free axis is the output's last (a gate on the last qubit),
+the broadcast's innermost loop would be that axis of 2 or 4: the stacked form is
+kept there, its slices read and written as pairs (Note [Interleaved access]).
+The merged output is unflattened with ``as_strided`` rather than ``unflatten``:
+Inductor takes a strided view of the stored products, where a reshape of
+products not yet stored is an index computation that each reader composes with
+its own view and SymPy simplifies (the 30 gates' loop bodies took 22 s of
+``simplify_with_ranges``).
 
 One case is left to eager's decomposition: a large operand that is (a view of) a graph
 input, read in blocks of 2 to 15 contiguous elements per summed index (a gate on one of
@@ -494,6 +513,17 @@ def einsum_small_in_place(equation: str, *operands: Any) -> Tensor:
         return torch.einsum(equation, *operands)
     small, ss, big, sb, out = found
     big, sb, out, merged = _merge_free_runs(ss, big, sb, out)
+    if _BROADCAST_PRODUCTS and out[-1] in sb:
+        result = _broadcast_products(small, ss, big, sb, out)
+        if not merged:
+            return result
+        # unflattened as a strided view, which Inductor takes of the stored products (a
+        # view of products not stored yet is an index computation in each reader)
+        size, stride = list(result.shape), list(result.stride())
+        for axis, sizes in reversed(merged):
+            inner = [math.prod(sizes[i + 1 :]) * stride[axis] for i in range(len(sizes))]
+            size[axis : axis + 1], stride[axis : axis + 1] = sizes, inner
+        return result.as_strided(size, stride, result.storage_offset())
     result = _products_of_slices(small, ss, big, sb, out)
     for axis, sizes in reversed(merged):
         result = result.unflatten(axis, sizes)
@@ -539,6 +569,11 @@ def _merge_free_runs(ss: str, big: Tensor, sb: str, out: str) -> tuple[Tensor, s
     return view, "".join(letters), new_out, merged
 
 
+#: Switches the broadcast form of Note [Small contractions in place] off when False (benchmarks
+#: and tests only).
+_BROADCAST_PRODUCTS: bool = True
+
+
 def _products_of_slices(small: Tensor, ss: str, big: Tensor, sb: str, out: str) -> Tensor:
     summed = [c for c in sb if c in ss]  # in the large operand's order
     free_small = [c for c in ss if c not in summed]
@@ -575,6 +610,35 @@ def _products_of_slices(small: Tensor, ss: str, big: Tensor, sb: str, out: str) 
     have = [c for c in out if c in free_big]
     have[axis:axis] = placed
     return result.permute([have.index(c) for c in out])
+
+
+def _broadcast_products(small: Tensor, ss: str, big: Tensor, sb: str, out: str) -> Tensor:
+    """``sum_k small[:, k] * big[..., k, ...]`` with the small operand's free axes broadcast
+    (Note [Small contractions in place]): one product per summed index, each computing every
+    output slice."""
+    summed = [c for c in sb if c in ss]  # in the large operand's order
+    # The small operand's summed axes first, then its others in the output's order, with size
+    # 1 where it has none: one small copy, viewed once (unsqueezing it to the output's rank
+    # took a node per axis and term).
+    rest = [c for c in out if c in ss]
+    shape = [small.shape[ss.index(c)] for c in summed] + [small.shape[ss.index(c)] if c in ss else 1 for c in out]
+    small_p = small.permute([ss.index(c) for c in summed + rest]).contiguous().view(shape)
+    # The large operand's axes in the output's order (it keeps them: no permute), with a new
+    # axis where the small one's free axes go.
+    order = [sb.index(c) for c in summed] + [sb.index(c) for c in out if c in sb]
+    big_p = big.permute(order) if order != list(range(len(order))) else big
+    for axis, c in enumerate(out):
+        if c not in sb:
+            big_p = big_p.unsqueeze(len(summed) + axis)
+
+    def at(t: Tensor, k: tuple[int, ...]) -> Tensor:
+        for axis in reversed(range(len(k))):
+            t = t.select(axis, k[axis])
+        return t
+
+    sizes = [small.shape[ss.index(c)] for c in summed]
+    terms = [at(small_p, k) * at(big_p, k) for k in itertools.product(*map(range, sizes))]
+    return functools.reduce(operator.add, terms)
 
 
 #: Note [Small contractions in place]: the block lengths (2 to 15 elements) at which reading a

@@ -1,0 +1,84 @@
+"""Note [Small contractions in place]: the broadcast form against the stacked slices, run time
+and cold compile, on the suite's quantum circuit and on gates at every position of a state
+the graph computed.
+
+    python benchmarks/small_contractions.py [--qubits 18] [--rounds 21] [--threads 1]
+
+Programs: the suite's 30-gate circuit (18 qubits), and for each qubit q (and each pair of
+neighbours) a first gate on qubit 0 followed by the gate on q, so that the gate reads a value
+the graph computed, as inside a circuit. Modes: eager; "stacked", each output slice a sum of
+products and the slices stacked (``_BROADCAST_PRODUCTS`` off); "broadcast", one product per
+summed index computing every output slice. Each compiled mode's first call is its cold compile
+(caches off); the modes are then timed interleaved in one process (benchmarks/_switched.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from _switched import compiled_with, parse_options, time_interleaved
+
+import torchcx._graph_passes as passes
+from torchcx.bench.workloads import WORKLOADS
+from torchcx.bench.workloads.quantum import apply_gate, random_unitary
+
+
+def _two_gates(state, first, gate, qubits):
+    return apply_gate(apply_gate(state, first, (0,)), gate, qubits)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--qubits", type=int, default=18)
+    parser.add_argument("--positions", default="all", help="'all', 'none' or a comma list like 0,9,16,17,16-17")
+    options = parse_options(parser)
+    n = options.qubits
+    g = torch.Generator().manual_seed(0)
+    state = torch.randn((2,) * n, dtype=torch.complex64, generator=g)
+    one, two = random_unitary(2, g), random_unitary(4, g)
+    programs: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+    problem = WORKLOADS["quantum"].build("full", torch.device("cpu"))
+    programs["circuit"] = (problem.program, problem.make_args())
+    if options.positions == "all":
+        positions = [(q,) for q in range(n)] + [(q, q + 1) for q in range(n - 1)]
+    elif options.positions == "none":
+        positions = []
+    else:
+        positions = [tuple(int(q) for q in p.split("-")) for p in options.positions.split(",")]
+    for qubits in positions:
+        programs["-".join(map(str, qubits))] = (_two_gates, (state, one, two if len(qubits) == 2 else one, qubits))
+
+    modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+    compile_s: dict[tuple[str, str], float] = {}
+    for name, (program, args) in programs.items():
+        modes[(name, "eager")] = (program, args)
+        expected = program(*args)
+        for mode, broadcast in (("stacked", False), ("broadcast", True)):
+            tag = f"p_{name.replace('-', '_')}_{mode}"
+            start = time.perf_counter()
+            fn = compiled_with(program, args, tag, [(passes, "_BROADCAST_PRODUCTS", broadcast)])
+            compile_s[(name, mode)] = time.perf_counter() - start
+            torch.testing.assert_close(fn(*args), expected, rtol=1e-4, atol=1e-4)
+            modes[(name, mode)] = (fn, args)
+    samples, _ = time_interleaved(modes, options.rounds)
+    print(f"{options.threads} thread(s), median of {options.rounds} rounds; first call (cold compile) in s")
+    print(
+        "| program | eager ms | stacked ms | broadcast ms | broadcast / stacked speed | compile stacked | compile broadcast |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in programs:
+        ms = {mode: statistics.median(samples[(name, mode)]) * 1e3 for mode in ("eager", "stacked", "broadcast")}
+        print(
+            f"| {name} | {ms['eager']:.3f} | {ms['stacked']:.3f} | {ms['broadcast']:.3f} | "
+            f"{ms['stacked'] / ms['broadcast']:.2f}x | {compile_s[(name, 'stacked')]:.1f} | "
+            f"{compile_s[(name, 'broadcast')]:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
