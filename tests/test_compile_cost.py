@@ -302,6 +302,18 @@ def test_kernels_of_a_graph_are_built_together(batch):
         torch.testing.assert_close(got, expected)
 
 
+@pytest.mark.parametrize("line_tables", [False, True], ids=["default", "line_tables"])
+def test_libraries_built_without_line_tables_by_default(line_tables):
+    # config.kernel_line_tables: Inductor's -g1 costs 15-20% of a small library's g++ run
+    g = torch.Generator().manual_seed(2)
+    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    with torchcx.config.patch(kernel_line_tables=line_tables):
+        out, _, builds = compile_and_record_builds(_three_kernels, x, w, threads=1)
+    assert builds and all((" -g1 " in f" {cmd} ") == line_tables for cmd in builds), builds
+    for got, expected in zip(out, _three_kernels(x, w)):
+        torch.testing.assert_close(got, expected)
+
+
 @pytest.mark.parametrize("per_library", [1, None], ids=["large", "small"])
 def test_kernels_built_together_in_parallel_libraries(monkeypatch, per_library):
     """A graph's kernels go to as many libraries as there are compile threads only where

@@ -54,6 +54,10 @@ their symbol tables is most of a link: on a 2-core AMD EPYC, ``ld.bfd`` took 1.0
 per library and gold 0.35-0.45 s, of a 2.5-3.3 s g++ run (2026-12-04). The linker
 changes the library's layout, not its code. A linker is used only once a trial link
 with it succeeded in this process; ``config.fast_linker = False`` keeps the default.
+The libraries are built without line tables (Inductor passes ``-g1`` for profilers'
+source lines): generating them took 15-20% of a g++ run (0.98 -> 0.81 s for a small
+kernel's library); a profiler still names each kernel function.
+``config.kernel_line_tables = True`` keeps them.
 
 A kernel whose source has a preprocessor directive other than ``#include`` and
 ``#pragma``, or whose argument types Inductor's binding would not parse, is
@@ -225,14 +229,19 @@ class _Library:
     """Kernels built as one library; built alone each (Inductor's way) if it fails to build."""
 
     def __init__(self, kernels: list[tuple[Sequence[str], str]], submit: Callable[..., Any] | None) -> None:
+        from torch._inductor import config as inductor_config
         from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+        from . import config
 
         self.kernels = kernels
         self.functions: list[Callable[..., Any]] | None = None
         try:
-            self._load = CppPythonBindingsCodeCache.load_async(
-                library_source(kernels), "cpu", submit_fn=submit, extra_flags=linker_flags()
-            )
+            # (the flags are read here, where the build's options and cache key are made)
+            with inductor_config.patch({"aot_inductor.enable_line_tables": config.kernel_line_tables}):
+                self._load = CppPythonBindingsCodeCache.load_async(
+                    library_source(kernels), "cpu", submit_fn=submit, extra_flags=linker_flags()
+                )
         except Exception as error:  # (writing the source failed: build alone)
             self._load = None
             _failed(len(kernels), error)
