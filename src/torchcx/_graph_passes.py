@@ -92,11 +92,12 @@ operand's free axes, and the slice ``big[..., k, ...]``, viewed with size 1
 where the output has the small operand's free axes: each product computes
 every output slice by broadcasting (``_broadcast_products``). torchcx lowers
 the products to real pointwise ops that Inductor computes in one pass that
-writes the output in place of the permutes and the GEMM. The rounding is that of the sum of products (as NumPy's einsum and
-eager's ``einsum`` of non-finite values: docs/limitations.md, "Special values
-follow NumPy"); every other einsum keeps eager's decomposition. The
-replacement is ``einsum_small_in_place``, a drop-in ``torch.einsum`` that
-checks its operands again when it is traced. Its cost is compile time: each
+writes the output in place of the permutes and the GEMM. The rounding is that
+of the sum of products (as NumPy's einsum and eager's ``einsum`` of non-finite
+values: docs/limitations.md, "Special values follow NumPy"); every other einsum
+keeps eager's decomposition. The replacement is ``einsum_small_in_place``, a
+drop-in ``torch.einsum`` that checks its operands again when it is traced. Its
+cost is compile time: in the stacked form below, each
 gate's products become up to 16 complex (about 100 real) pointwise nodes, and
 a 9-gate circuit compiled 4-5x slower cold than in the bmm form, for run
 times within 10% of it; the 30-gate benchmark ran 2.6x faster (both measured
@@ -115,8 +116,8 @@ gate where the broadcast has one, so its real graph had 3374 nodes against 1716,
 and every loop body 2-4 times the ops. The stacked form wrote all output slices
 from one read of the slices, where the broadcast's loops read them once per
 output slice (from L1 where a row of them fits; from L2 or L3 for gates on the
-first qubits), and the circuit ran 3-5% slower in the broadcast form; it compiles
-in half the time (benchmarks/small_contractions.py, docs/performance.md). Where
+first qubits), and the circuit ran 3-11% slower in the broadcast form (three
+runs); it compiles in half the time (benchmarks/small_contractions.py, docs/performance.md). Where
 the small operand's free axis is the output's last (a gate on the last qubit),
 the broadcast's innermost loop would be that axis of 2 or 4: the stacked form is
 kept there, its slices read and written as pairs (Note [Interleaved access]).
@@ -623,8 +624,8 @@ def _broadcast_products(small: Tensor, ss: str, big: Tensor, sb: str, out: str) 
     rest = [c for c in out if c in ss]
     shape = [small.shape[ss.index(c)] for c in summed] + [small.shape[ss.index(c)] if c in ss else 1 for c in out]
     small_p = small.permute([ss.index(c) for c in summed + rest]).contiguous().view(shape)
-    # The large operand's axes in the output's order (it keeps them: no permute), with a new
-    # axis where the small one's free axes go.
+    # The large operand's summed axes first, then its others in the output's order (a view),
+    # with a new axis where the small one's free axes go.
     order = [sb.index(c) for c in summed] + [sb.index(c) for c in out if c in sb]
     big_p = big.permute(order) if order != list(range(len(order))) else big
     for axis, c in enumerate(out):
