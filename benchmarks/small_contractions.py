@@ -4,7 +4,8 @@ the graph computed.
 
     python benchmarks/small_contractions.py [--qubits 18] [--rounds 21] [--threads 1]
 
-Programs: the suite's 30-gate circuit (18 qubits), and for each qubit q (and each pair of
+Programs: the suite's 30-gate circuit (18 qubits), its forward and backward with respect
+to every gate ("circuit fw+bw"), and for each qubit q (and each pair of
 neighbours) a first gate on qubit 0 followed by the gate on q, so that the gate reads a value
 the graph computed, as inside a circuit. Modes: eager; "stacked", each output slice a sum of
 products and the slices stacked (``_BROADCAST_PRODUCTS`` off); "broadcast", one product per
@@ -15,6 +16,7 @@ summed index computing every output slice. Each compiled mode's first call is it
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -32,6 +34,29 @@ def _two_gates(state, first, gate, qubits):
     return apply_gate(apply_gate(state, first, (0,)), gate, qubits)
 
 
+_STEP = """
+def step(state, *gates):
+    for gate in gates:
+        gate.grad = None
+    out = state
+    for gate, qubits in zip(gates, wires):
+        out = apply_gate(out, gate, qubits)
+    loss = out.abs().pow(2)[..., 0].sum()
+    loss.backward()  # (a graph break: the compiled backward runs here)
+    return loss
+"""
+
+
+def _training_step(wires):
+    """The circuit's forward and backward: the gradient of one probability with respect to
+    every gate (a variational circuit's step). A new code object per call: the graph break
+    at ``backward()`` makes Dynamo compile the step's own frame, which a mode compiled
+    later would otherwise find compiled."""
+    namespace = {"apply_gate": apply_gate, "wires": wires}
+    exec(_STEP, namespace)
+    return namespace["step"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--qubits", type=int, default=18)
@@ -41,9 +66,14 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     state = torch.randn((2,) * n, dtype=torch.complex64, generator=g)
     one, two = random_unitary(2, g), random_unitary(4, g)
-    programs: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+    # name -> (a maker of the program: a new one per mode where it must be, its arguments)
+    programs: dict[str, tuple[Callable[[], Callable[..., Any]], tuple[Any, ...]]] = {}
     problem = WORKLOADS["quantum"].build("full", torch.device("cpu"))
-    programs["circuit"] = (problem.program, problem.make_args())
+    programs["circuit"] = (lambda: problem.program, problem.make_args())
+    circuit_state, circuit = problem.make_args()
+    gates = [gate.clone().requires_grad_() for gate, _ in circuit]
+    wires = [q for _, q in circuit]
+    programs["circuit fw+bw"] = (lambda: _training_step(wires), (circuit_state, *gates))
     if options.positions == "all":
         positions = [(q,) for q in range(n)] + [(q, q + 1) for q in range(n - 1)]
     elif options.positions == "none":
@@ -51,17 +81,20 @@ def main() -> None:
     else:
         positions = [tuple(int(q) for q in p.split("-")) for p in options.positions.split(",")]
     for qubits in positions:
-        programs["-".join(map(str, qubits))] = (_two_gates, (state, one, two if len(qubits) == 2 else one, qubits))
+        programs["-".join(map(str, qubits))] = (
+            lambda: _two_gates,
+            (state, one, two if len(qubits) == 2 else one, qubits),
+        )
 
     modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
     compile_s: dict[tuple[str, str], float] = {}
-    for name, (program, args) in programs.items():
-        modes[(name, "eager")] = (program, args)
-        expected = program(*args)
+    for name, (make, args) in programs.items():
+        modes[(name, "eager")] = (make(), args)
+        expected = modes[(name, "eager")][0](*args).detach()
         for mode, broadcast in (("stacked", False), ("broadcast", True)):
-            tag = f"p_{name.replace('-', '_')}_{mode}"
+            tag = "p_" + re.sub(r"\W", "_", name) + "_" + mode
             start = time.perf_counter()
-            fn = compiled_with(program, args, tag, [(passes, "_BROADCAST_PRODUCTS", broadcast)])
+            fn = compiled_with(make(), args, tag, [(passes, "_BROADCAST_PRODUCTS", broadcast)])
             compile_s[(name, mode)] = time.perf_counter() - start
             torch.testing.assert_close(fn(*args), expected, rtol=1e-4, atol=1e-4)
             modes[(name, mode)] = (fn, args)
