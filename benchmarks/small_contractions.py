@@ -2,10 +2,11 @@
 and cold compile, on the suite's quantum circuit and on gates at every position of a state
 the graph computed.
 
-    python benchmarks/small_contractions.py [--qubits 18] [--rounds 21] [--threads 1]
+    python benchmarks/small_contractions.py [--qubits 18] [--positions all|none|0,9,16-17] [--sizes 10,14,22] [--rounds 21]
 
 Programs: the suite's 30-gate circuit (18 qubits), its forward and backward with respect
-to every gate ("circuit fw+bw"), and for each qubit q (and each pair of
+to every gate ("circuit fw+bw"), 9-gate circuits on states of ``--sizes`` qubits, and for
+each qubit q (and each pair of
 neighbours) a first gate on qubit 0 followed by the gate on q, so that the gate reads a value
 the graph computed, as inside a circuit. Modes: eager; "stacked", each output slice a sum of
 products and the slices stacked (``_BROADCAST_PRODUCTS`` off); "broadcast", one product per
@@ -27,7 +28,7 @@ from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx._graph_passes as passes
 from torchcx.bench.workloads import WORKLOADS
-from torchcx.bench.workloads.quantum import apply_gate, random_unitary
+from torchcx.bench.workloads.quantum import apply_gate, random_circuit, random_unitary, run_circuit
 
 
 def _two_gates(state, first, gate, qubits):
@@ -61,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--qubits", type=int, default=18)
     parser.add_argument("--positions", default="all", help="'all', 'none' or a comma list like 0,9,16,17,16-17")
+    parser.add_argument("--sizes", default="", help="qubit counts of 9-gate circuits to add, like 10,14,22")
     options = parse_options(parser)
     n = options.qubits
     g = torch.Generator().manual_seed(0)
@@ -74,6 +76,13 @@ def main() -> None:
     gates = [gate.clone().requires_grad_() for gate, _ in circuit]
     wires = [q for _, q in circuit]
     programs["circuit fw+bw"] = (lambda: _training_step(wires), (circuit_state, *gates))
+    for qubits in filter(None, options.sizes.split(",")):
+        sized = torch.Generator().manual_seed(0)
+        circuit_args = (torch.randn((2,) * int(qubits), dtype=torch.complex64, generator=sized),)
+        programs[f"circuit 2^{qubits}, 9 gates"] = (
+            lambda: run_circuit,
+            (*circuit_args, random_circuit(int(qubits), 3, sized)),
+        )
     if options.positions == "all":
         positions = [(q,) for q in range(n)] + [(q, q + 1) for q in range(n - 1)]
     elif options.positions == "none":
