@@ -94,8 +94,9 @@ class _Retracer:
         self.lowered: dict[str, OpEntry] = {}
         self.fallbacks: list[str] = []
         self.warnings: dict[str, str] = {}  # op -> the warning it gave
-        # nested compile region identifier -> its real lowering (Note [Nested compile regions])
-        self.regions: dict[str, fx.GraphModule] = {}
+        # nested compile region identifier -> its real lowering and how its results cross
+        # (Note [Nested compile regions])
+        self.regions: dict[str, tuple[fx.GraphModule, list[_Crossing]]] = {}
 
     def run(self, *flat_args: Any) -> tuple[Any, ...]:
         spec = self.spec
@@ -217,64 +218,73 @@ class _Retracer:
     # ``torch.compiler.nested_compile_region`` marks a function (a solver step, a layer)
     # that AOTAutograd keeps as one subgraph, called by ``invoke_subgraph`` wherever the
     # function is called, so that Inductor compiles it once. A complex subgraph is lowered
-    # as a real one: its complex operands and results cross as two real tensors each (re
-    # and im, planar: no layout to agree on between the calls), and the lowered body is
-    # handed to ``invoke_subgraph`` itself under a torchcx identifier, so the trace
-    # records one real subgraph, traced at its first call and reused by the others. FFTs
-    # in a region take the vendor path (see ``body``). In a backward graph the regions are
-    # inlined instead (each call traced and compiled): through invoke_subgraph, a complex
-    # layer's weight gradient came out as garbage (1e38, nan) in torch 2.13, with the
-    # forward region's values right; the cause is not found yet. Inlined, every value and
-    # gradient matches eager (tests/test_compile_features.py).
+    # as a real one, handed to ``invoke_subgraph`` itself under a torchcx identifier, so the
+    # trace records one real subgraph, traced at its first call and reused by the others
+    # (Note [Regions traced once]). Its complex operands and results cross packed, as a
+    # graph's inputs and outputs do (Note [Interleaved layouts]): a result the region's
+    # last FFT wrote is handed back as it is, and the next call's first FFT reads it
+    # (Note [Packed form]); crossing as two planar parts each cost a packing and an
+    # unpacking kernel per call, and two more in the calling graph. Parts of another
+    # dtype than their complex dtype's (bfloat16 parts of a complex64 value) cross
+    # planar. FFTs in a region take the vendor path (see ``body``). In a backward graph
+    # the regions are inlined instead (each call traced and compiled): through
+    # invoke_subgraph, a complex layer's weight gradient came out as garbage (1e38, nan)
+    # in torch 2.13, with the forward region's values right; the cause is not found yet.
+    # Inlined, every value and gradient matches eager (tests/test_compile_features.py).
 
     def _invoke_subgraph(self, subgraph: fx.GraphModule, identifier: str, *operands: Any) -> tuple[Any, ...]:
         """One ``invoke_subgraph`` call of a complex subgraph, as a call of its real lowering."""
+        placeholders = [n for n in subgraph.graph.nodes if n.op == "placeholder"]
         flat: list[Any] = []
-        complex_operand: list[bool] = []
-        for x in operands:
+        crossings: list[_Crossing] = []
+        for x, placeholder in zip(operands, placeholders):
+            dtype = complex_dtype_of(placeholder)
             if isinstance(x, Tensor) and not isinstance(x, ComplexTensor) and x.is_complex():
                 x = _as_complex(x, x.dtype)
             if isinstance(x, RealView):
                 x = x.materialize()
-            complex_operand.append(isinstance(x, ComplexTensor))
-            flat += [x.re, x.im] if isinstance(x, ComplexTensor) else [x]
+            crossings.append(_crossing(x, dtype))
+            flat += _cross(x, crossings[-1])
         output = next(n for n in reversed(subgraph.graph.nodes) if n.op == "output")
-        complex_result = [complex_dtype_of(o) is not None for o in output.args[0]]
+        result_dtypes = [complex_dtype_of(o) for o in output.args[0]]
+        result_crossings: list[_Crossing] = []  # filled by the body's trace
 
         def body(*parts: Any) -> tuple[Any, ...]:
             rest = iter(parts)
-            values = [ComplexTensor(next(rest), next(rest)) if c else next(rest) for c in complex_operand]
+            values = [_uncross(rest, c) for c in crossings]
             out: list[Any] = []
             # The vendor FFT inside: Inductor 2.13 fails at run time on a subgraph holding the
             # real path's DFT matrices ("_torchinductor_pyobject_tensor_data_ptr: non-tensor
             # input"), measured; the vendor path makes none.
             with config.patch(fft_path="vendor"):
                 results = self._execute(subgraph, values)
-            for r, c in zip(results, complex_result):
-                if c:
-                    r = r if isinstance(r, ComplexTensor) else _as_complex(r, torch.complex64)
-                    out += [r.re, r.im]
-                else:
-                    out.append(r.materialize() if isinstance(r, RealView) else r)
+            result_crossings.clear()
+            for r, dtype in zip(results, result_dtypes):
+                if dtype is not None and not isinstance(r, ComplexTensor):
+                    r = _as_complex(r, dtype)
+                if isinstance(r, RealView):
+                    r = r.materialize()
+                result_crossings.append(_crossing(r, dtype))
+                out += _cross(r, result_crossings[-1])
             # A subgraph's outputs may not alias its inputs or each other (AOTAutograd's forward
-            # region returns inputs it saves for the backward: as parts, they are views of them).
-            return tuple(
-                o.clone() if isinstance(o, Tensor) and (o._is_view() or any(o is p for p in parts)) else o for o in out
-            )
+            # region returns inputs it saves for the backward: as parts or remembered words,
+            # they are views of them or the very tensors).
+            fresh: list[Any] = []
+            for o in out:
+                if isinstance(o, Tensor) and (o._is_view() or any(o is p for p in (*parts, *fresh))):
+                    o = o.clone()
+                fresh.append(o)
+            return tuple(fresh)
 
         if self.inline_regions:
             real = iter(body(*flat))  # see the Note
         else:
-            # traced once per region into a real graph: handed the Python body, invoke_subgraph
-            # retraces it (every op through torchcx's tables) at each call to infer its schema
-            from torch._higher_order_ops.utils import materialize_as_graph
-
+            name = f"torchcx_{identifier}"
             if identifier not in self.regions:
-                self.regions[identifier] = materialize_as_graph(body, tuple(flat))
-            real = iter(
-                torch.ops.higher_order.invoke_subgraph(self.regions[identifier], f"torchcx_{identifier}", *flat)
-            )
-        return tuple(ComplexTensor(next(real), next(real)) if c else next(real) for c in complex_result)
+                self.regions[identifier] = (_region_graph(body, flat, name), list(result_crossings))
+            graph, result_crossings = self.regions[identifier]
+            real = iter(torch.ops.higher_order.invoke_subgraph(graph, name, *flat))
+        return tuple(_uncross(real, c) for c in result_crossings)
 
     def _execute(self, gm: fx.GraphModule, inputs: list[Any]) -> list[Any]:
         """The values of a functional subgraph's outputs, its ops lowered as the graph's are."""
@@ -293,6 +303,43 @@ class _Retracer:
                 kwargs = tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.kwargs)
                 env[node] = self.call(node, node.target, args, kwargs)
         return outputs
+
+
+# Note [Regions traced once]
+# --------------------------
+# A region's body runs through torchcx's tables once, into a real graph. Handed a graph,
+# invoke_subgraph would still trace it twice more at its first call: once to infer its
+# schema (whether it mutates or aliases its operands) and once, functionalized, into the
+# trace; a trace costs about as much as the first (70-100 ms for a solver step or a
+# layer, a third of the region's cost in the retrace). torchcx traces the body
+# functionalized in the first place and hands invoke_subgraph's own caches (those of
+# the compilation's TracingContext) the graph and the schema they would have computed:
+# the graph is functional, its outputs fresh (``body`` clones any that alias), so it
+# mutates and aliases nothing. Where the caches are not there or their keys change,
+# invoke_subgraph traces as before: slower, not different.
+
+
+def _region_graph(body: Callable[..., Any], operands: list[Any], name: str) -> fx.GraphModule:
+    """The real graph of a nested compile region's body, traced once (Note [Regions traced once])."""
+    from torch._higher_order_ops.invoke_subgraph import get_invoke_subgraph_cache, invoke_subgraph
+    from torch._higher_order_ops.schema import HopSchemaGenerator
+    from torch._higher_order_ops.utils import get_graph_output_example_values, materialize_as_graph
+
+    graph = materialize_as_graph(_functionalized(body), tuple(operands))
+    graph.meta["torchcx_region"] = name
+    cache = get_invoke_subgraph_cache()
+    if cache is not None:
+        schema = HopSchemaGenerator(invoke_subgraph)
+        schema.add_arg("subgraph", graph)
+        schema.add_arg("identifier", name)
+        for i, operand in enumerate(operands):
+            schema.add_arg(f"arg{i}", operand, is_mutated=False)
+        for output in get_graph_output_example_values(graph):
+            schema.add_output(output)
+        # (keyed as invoke_subgraph's functionalization keys it: graph, identifier, operand types)
+        cache.add_functionalize_schema_entry((id(graph), name, tuple(map(type, operands))), schema.gen_schema())
+        cache.add_proxy_dispatch_entry(name, graph)
+    return graph
 
 
 def _functionalized(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -326,6 +373,37 @@ def _from_functional(t: Any) -> Any:
         return t
     torch._sync(t)
     return torch._from_functional_tensor(t.elem)
+
+
+#: how a region's operand or result crosses its boundary: packed as this complex dtype,
+#: "planar" (re and im), or None (not a complex value: as it is)
+_Crossing = torch.dtype | str | None
+
+
+def _crossing(x: Any, dtype: torch.dtype | None) -> _Crossing:
+    if not isinstance(x, ComplexTensor):
+        return None
+    from ..tensor import component_dtype_of
+
+    return dtype if dtype is not None and x.re.dtype == component_dtype_of(dtype) else "planar"
+
+
+def _cross(x: Any, crossing: _Crossing) -> list[Any]:
+    """The real tensors that carry ``x`` across a region's boundary."""
+    if crossing is None:
+        return [x]
+    if crossing == "planar":
+        return [x.re, x.im]
+    return [_layout.packed(x, crossing)]
+
+
+def _uncross(real: Any, crossing: _Crossing) -> Any:
+    """The value carried by the next of the iterator ``real``'s tensors (inverse of ``_cross``)."""
+    if crossing is None:
+        return next(real)
+    if crossing == "planar":
+        return ComplexTensor(next(real), next(real))
+    return _layout.unpack_remembering(next(real), crossing)
 
 
 def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:

@@ -8,9 +8,12 @@ the OpInfo conformance tests find it automatically. See Note [How an op is
 resolved] in ``_registry``.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
-from ..tensor import install_ops
+from ..tensor import ComplexTensor, RealView, install_ops
 from . import comparison, creation, extern, fft, indexing, linalg, native_gradients, pointwise, reductions, views  # noqa: F401  (registers the tables)
 
 if torch.distributed.is_available():  # collectives on the parts (a torch built without distributed has no c10d ops)
@@ -30,6 +33,18 @@ from .creation import to_component_dtype
 from .views import dispatch_real_view
 
 install_ops(dispatch, dispatch_real_view, to_component_dtype)
+
+
+def invoke_subgraph_impl(subgraph: Callable[..., Any], identifier: str, *operands: Any) -> Any:
+    """A nested compile region called on ComplexTensors (a program on bfloat16 parts, which
+    AOTAutograd traces through the types): its body runs inline, each op through the tables,
+    as in eager. Such a region is traced and compiled at each call: only regions of native
+    complex graphs become one real subgraph (Note [Nested compile regions])."""
+    return subgraph(*operands)
+
+
+for _type in (ComplexTensor, RealView):
+    torch.ops.higher_order.invoke_subgraph.py_impl(_type)(invoke_subgraph_impl)
 
 __all__ = [
     "ComplexMode",
