@@ -926,9 +926,14 @@ def test_small_contraction_values_and_gradients(name: str) -> None:
     compiled_inputs = [t.clone().requires_grad_() for t in operands]
     weight = rand(*got.shape, seed=2)
     (fn(*eager_inputs) * weight).real.sum().backward()
-    (torchcx.compile(fn)(*compiled_inputs) * weight).real.sum().backward()
+    with _capture() as report:
+        (torchcx.compile(fn)(*compiled_inputs) * weight).real.sum().backward()
     for e, c in zip(eager_inputs, compiled_inputs):
         torch.testing.assert_close(c.grad, e.grad)
+    # the gradients are contractions (_SmallContraction), not slices scattered into zeros
+    lowered = {op for g in report.graphs for op in g.lowered}
+    assert any("backward" in g.kind for g in report.graphs)
+    assert not {op for op in lowered if "scatter" in op}, lowered
 
 
 def test_small_contraction_sums_products_in_few_dims() -> None:

@@ -127,6 +127,18 @@ products not yet stored is an index computation that each reader composes with
 its own view and SymPy simplifies (the 30 gates' loop bodies took 22 s of
 ``simplify_with_ranges``).
 
+Gradients: differentiated as products of slices, each slice's gradient was a zero-filled
+tensor of the large operand's size with the slice's gradient scattered in
+(``select_scatter``), one per summed index. A 30-gate circuit's training step compiled in
+57-70 s (its backward alone 38 s; the default backend 25 s). A contraction whose
+operand needs a gradient is now ``_SmallContraction``, whose gradients are contractions
+of the output's gradient with the other operand's conjugate. The large operand's is a
+small contraction again (products of slices), and the small operand's, which sums over
+all of the large operand's free axes, is eager's ``einsum`` (a GEMM). The step compiles
+in 42-47 s, and runs about 4% slower than with the scattered slices (40.6-41.6 ms against
+38.2-40.7 ms; 1.5x eager). A sum of products per entry of the small operand instead
+ran 9% faster than the scattered slices but compiled in 74-79 s.
+
 One case is left to eager's decomposition: a large operand that is (a view of) a graph
 input, read in blocks of 2 to 15 contiguous elements per summed index (a gate on one of
 the last four qubits but the last: the stride of its innermost summed axis). The kernel
@@ -512,7 +524,41 @@ def einsum_small_in_place(equation: str, *operands: Any) -> Tensor:
     found = _small_contraction(equation, operands)
     if found is None:
         return torch.einsum(equation, *operands)
-    small, ss, big, sb, out = found
+    if torch.is_grad_enabled() and any(t.requires_grad for t in operands):
+        return _SmallContraction.apply(equation, *operands)
+    return _small_contraction_products(*found)
+
+
+class _SmallContraction(torch.autograd.Function):
+    """A small contraction whose gradients are contractions too (Note [Small contractions in
+    place], "Gradients")."""
+
+    @staticmethod
+    def forward(equation: str, a: Tensor, b: Tensor) -> Tensor:  # type: ignore[override]
+        found = _small_contraction(equation, (a, b))
+        assert found is not None
+        return _small_contraction_products(*found)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+        equation, a, b = inputs
+        ctx.equation = equation
+        ctx.save_for_backward(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[None, Tensor | None, Tensor | None]:  # type: ignore[override]
+        a, b = ctx.saved_tensors
+        inputs, out = ctx.equation.replace(" ", "").split("->")
+        sa, sb = inputs.split(",")
+        # (as for a product: each operand's gradient is the output's gradient contracted with
+        # the other operand's conjugate, over the letters the operand lacks)
+        grad_a = einsum_small_in_place(f"{out},{sb}->{sa}", grad, b.conj()) if ctx.needs_input_grad[1] else None
+        grad_b = einsum_small_in_place(f"{out},{sa}->{sb}", grad, a.conj()) if ctx.needs_input_grad[2] else None
+        return None, grad_a, grad_b
+
+
+def _small_contraction_products(small: Tensor, ss: str, big: Tensor, sb: str, out: str) -> Tensor:
+    """Note [Small contractions in place]: the contraction as products of slices."""
     big, sb, out, merged = _merge_free_runs(ss, big, sb, out)
     if _BROADCAST_PRODUCTS and out[-1] in sb:
         result = _broadcast_products(small, ss, big, sb, out)
