@@ -24,7 +24,7 @@ from .. import _layout, _lowering, config
 from ..ops import dispatch, entry_for
 from ..ops._registry import OpEntry, describe_args
 from ..ops.extern import call_extern
-from ..tensor import ComplexTensor, RealView
+from ..tensor import ComplexTensor, RealView, component_dtype_of
 from .spec import BoundarySpec, InputSpec, complex_dtype_of, fetch_attr, has_complex, is_conj, view_root
 
 
@@ -383,8 +383,6 @@ _Crossing = torch.dtype | str | None
 def _crossing(x: Any, dtype: torch.dtype | None) -> _Crossing:
     if not isinstance(x, ComplexTensor):
         return None
-    from ..tensor import component_dtype_of
-
     return dtype if dtype is not None and x.re.dtype == component_dtype_of(dtype) else "planar"
 
 
@@ -408,7 +406,6 @@ def _uncross(real: Any, crossing: _Crossing) -> Any:
 
 def _as_complex(value: Any, dtype: torch.dtype) -> ComplexTensor:
     from ..ops._common import CType, to_complex
-    from ..tensor import component_dtype_of
 
     return to_complex(value, CType(component_dtype_of(dtype), True))
 
