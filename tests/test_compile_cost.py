@@ -531,3 +531,26 @@ def test_empty_tails_are_not_generated(monkeypatch: pytest.MonkeyPatch, shape, e
     assert stock_tails > 0
     assert tails == (0 if empty else stock_tails)
     assert code == stock_code
+
+
+def _transposed(x):
+    return (x.mT * 2).contiguous()
+
+
+@pytest.mark.parametrize(
+    "dtype, shape",
+    [(torch.complex64, (48, 80)), (torch.complex64, (37, 53)), (torch.float64, (48, 80))],
+    ids=["words", "words_with_edges", "float64"],
+)
+def test_64_bit_transposes_in_registers(dtype, shape):
+    """Note [64-bit transposes in registers]: a transpose of complex64 words (or float64) is
+    a tiled 64-bit transpose, whose helper each library specializes; the values are eager's."""
+    x = torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(6))
+    out, _, builds = compile_and_record_builds(_transposed, x, threads=1)
+    torch.testing.assert_close(out, _transposed(x), rtol=0, atol=0)
+    element = "int64_t" if dtype == torch.complex64 else "double"
+    sources = [Path(arg).read_text() for cmd in builds for arg in cmd.split() if arg.endswith(".main.cpp")]
+    assert any(f"transpose_mxn<{element},static_cast<int64_t>(16)" in s for s in sources), "no tiled transpose"
+    isa = [re.search(r"-D\s*CPU_CAPABILITY_(\w+)", cmd) for cmd in builds]
+    if any(m and m.group(1) in ("AVX512", "AVX2") for m in isa):
+        assert all(f"struct transpose_mxn_helper<{element}, false>" in s for s in sources)

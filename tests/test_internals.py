@@ -210,6 +210,25 @@ def test_missing_internals_are_reported_once(name, adjustment, remove, monkeypat
     assert after == before  # nothing was patched
 
 
+def test_64_bit_transposes_need_the_helper_they_specialize(monkeypatch, caplog, fresh_warnings):
+    # Note [64-bit transposes in registers]: a prefix header without transpose_mxn_helper gets
+    # no specialization (which would not compile), and one warning naming the adjustment.
+    from torch._inductor import codecache
+
+    monkeypatch.setattr(codecache, "_get_cpp_prefix_header", lambda device: "no/such/header.h")
+    _kernel_batches.transposes_64.cache_clear()
+    try:
+        with caplog.at_level("WARNING"):
+            assert _kernel_batches.transposes_64() == ""
+            assert _kernel_batches.transposes_64() == ""
+    finally:
+        monkeypatch.undo()
+        _kernel_batches.transposes_64.cache_clear()
+    records = [r for r in caplog.records if "64-bit transposes in registers" in r.getMessage()]
+    assert len(records) == 1 and "not applied" in records[0].getMessage(), caplog.text
+    assert "transpose_mxn_helper<int64_t, false>" in _kernel_batches.transposes_64()
+
+
 def test_extern_calls_skip_the_dispatcher():
     # Note [Extern calls without the dispatcher]: the wrapper calls torchcx's kernel function,
     # with the same arguments; Inductor's registry holds no entry outside torchcx's compiles.

@@ -440,6 +440,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "pytorch/pytorch#144293 over several kernels",
         "checked",
     ),
+    "64-bit transposes in registers": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpp transpose_mxn int64 / double "
+        "vectorized, tiled transpose 64-bit scalar fallback); Inductor's tiled transposes came with "
+        "pytorch/pytorch#91532, vectorized for float32 (ATen since added bfloat16 and half)",
+        "checked",
+    ),
     "quiet_complex_warning": (
         "no upstream issue for the warning from the joint-graph passes; the warning itself is discussed "
         "in pytorch/torchtitan#15",
