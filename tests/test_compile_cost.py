@@ -554,3 +554,35 @@ def test_64_bit_transposes_in_registers(dtype, shape):
     isa = [re.search(r"-D\s*CPU_CAPABILITY_(\w+)", cmd) for cmd in builds]
     if any(m and m.group(1) in ("AVX512", "AVX2") for m in isa):
         assert all(f"struct transpose_mxn_helper<{element}, false>" in s for s in sources)
+
+
+def _spectral_mix(x, w):
+    return torch.einsum("bixy,ioxy->boxy", x, w).abs().pow(2).sum()
+
+
+@pytest.mark.parametrize("leaf", [True, False], ids=["parameter", "intermediate"])
+def test_gradients_in_their_inputs_layout(leaf):
+    """Note [Gradients in their inputs' layout]: the einsum's weight gradient leaves the
+    backward graph strided as the weight is (eager's is a permuted view), so autograd need
+    not copy it; values as eager's, for a parameter and for an input that is not a leaf."""
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 3, 4, 5, dtype=torch.complex64, generator=g)
+    w0 = torch.randn(3, 6, 4, 5, dtype=torch.complex64, generator=g)
+
+    def run(fn):
+        base = w0.clone().requires_grad_()
+        w = base if leaf else base * 1  # not a leaf: its gradient flows on to base
+        seen = []
+        w.register_hook(lambda grad: seen.append(grad.stride()))
+        loss = fn(x, w)
+        loss.backward()
+        return loss, base.grad, seen[0]
+
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        loss, grad, stride = run(torchcx.compile(_spectral_mix))
+    eager_loss, eager_grad, eager_stride = run(_spectral_mix)
+    assert eager_stride != w0.stride()  # (else the test shows nothing)
+    assert stride == w0.stride()
+    torch.testing.assert_close(loss, eager_loss)
+    torch.testing.assert_close(grad, eager_grad)

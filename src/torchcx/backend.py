@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -71,6 +72,7 @@ from ._boundary.retrace import retrace
 from ._boundary.runtime import BoundaryRuntime, RealGraphRuntime
 from ._boundary.spec import boundary_spec, complex_output_strides, has_complex, written_inputs
 from ._graph_passes import (
+    gradients_in_input_layout,
     imaginary_exponentials,
     logical_masks,
     native_gradients,
@@ -357,6 +359,13 @@ def _lower_and_compile(
         return _lower_and_compile_now(gm, example_inputs, strict=strict, **kwargs)
 
 
+#: The forward's input layouts, per compilation (its TracingContext), for the backward lowered
+#: after it (Note [Gradients in their inputs' layout]).
+_INPUT_LAYOUTS: weakref.WeakKeyDictionary[Any, list[tuple[tuple[int, ...], tuple[int, ...]] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _no_donated_buffers() -> None:
     """No saved tensor's buffer reused by the backward being lowered (Note [Backward lowered
     with the forward]). The list is AOTAutograd's forward metadata's, which its runtime reads
@@ -379,8 +388,16 @@ def _lower_and_compile_now(
     # which made Inductor bypass its cache for every torchcx graph).
     kwargs = {**kwargs, "get_decomp_fn": select_decomp_table}
     kind = _graph_kind(kwargs)
+    context = torch._guards.TracingContext.try_get()
+    if kind == "forward" and context is not None:
+        _INPUT_LAYOUTS[context] = [
+            (tuple(x.shape), tuple(x.stride())) if isinstance(x, Tensor) else None for x in example_inputs
+        ]
     if kind == "backward":
         _no_donated_buffers()  # Note [Backward lowered with the forward]
+        layouts = _INPUT_LAYOUTS.get(context) if context is not None else None
+        if layouts is not None:
+            gradients_in_input_layout(gm, layouts)  # Note [Gradients in their inputs' layout]
     if not any(has_complex(n.meta.get("val")) for n in gm.graph.nodes):
         # No complex value, nothing to lower: a program on ComplexTensors (planar or
         # bfloat16 parts, which AOTAutograd traced into their parts through torchcx's op
