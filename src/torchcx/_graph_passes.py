@@ -214,6 +214,7 @@ import itertools
 import math
 import operator
 import string
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -1146,45 +1147,37 @@ def truncated_spectra(gm: fx.GraphModule, rewrites: list[str] | None = None) -> 
 DYNAMO_GRAPH_FUNCTIONS = (einsum_small_in_place, truncated_rfft2, truncated_irfft2, pruned_rfft2, pruned_irfft2)
 
 
-def _dense_order(shape: tuple[int, ...], stride: tuple[int, ...]) -> list[int] | None:
-    """The dims of a dense, non-overlapping layout from outermost to innermost (size-1 dims
-    where they do not matter), or None where ``stride`` is no such layout of ``shape``."""
-    if not all(isinstance(v, int) for v in (*shape, *stride)):
+def _layout_order(t: Tensor) -> list[int] | None:
+    """``t``'s dims from outermost to innermost in memory, where its layout is static, dense and
+    non-overlapping (else None)."""
+    from torch._prims_common import (
+        compute_elementwise_output_logical_to_physical_perm,
+        is_non_overlapping_and_dense_or_false,
+    )
+
+    if not all(isinstance(v, int) for v in (*t.shape, *t.stride())) or not is_non_overlapping_and_dense_or_false(t):
         return None
-    order = sorted(range(len(shape)), key=lambda d: (-stride[d], d))
-    expected = 1
-    for d in reversed(order):
-        if shape[d] != 1 and stride[d] != expected:
-            return None
-        expected *= shape[d]
-    return order
+    return compute_elementwise_output_logical_to_physical_perm(t)[0]
 
 
-def _computed_in_graph(node: fx.Node) -> bool:
-    """True unless ``node`` is a placeholder or a chain of views of one."""
-    while node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and node.target.is_view:
-        node = node.args[0]
-    return node.op != "placeholder"
-
-
-def gradients_in_input_layout(gm: fx.GraphModule, layouts: list[tuple[tuple[int, ...], tuple[int, ...]] | None]) -> int:
+def gradients_in_input_layout(gm: fx.GraphModule, inputs: Sequence[Any]) -> int:
     """Note [Gradients in their inputs' layout]: a backward graph's complex outputs strided as
-    the forward's inputs were (``layouts``: (shape, stride) per input, in order); returns how
-    many were changed."""
+    the forward's ``inputs`` (its example inputs, in order) were; returns how many changed."""
+    from ._boundary.spec import view_root
+
     output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     gradients = list(output.args[0])
-    if len(gradients) != len(layouts):
+    if len(gradients) != len(inputs):
         return 0
     changed = 0
-    for i, (node, layout) in enumerate(zip(gradients, layouts)):
+    for i, (node, primal) in enumerate(zip(gradients, inputs)):
         value = node.meta.get("val") if isinstance(node, fx.Node) else None
-        if layout is None or not isinstance(value, Tensor) or not value.is_complex() or value.numel() <= 1:
+        if not (isinstance(value, Tensor) and isinstance(primal, Tensor) and value.is_complex() and value.numel() > 1):
             continue
-        shape, stride = layout
-        order = _dense_order(shape, stride)
-        if order is None or tuple(value.shape) != shape or _dense_order(shape, tuple(value.stride())) == order:
+        order = _layout_order(primal)
+        if order is None or value.shape != primal.shape or _layout_order(value) == order:
             continue
-        if not _computed_in_graph(node):
+        if view_root(node).op == "placeholder":  # a view of an input: no kernel to write it
             continue
         inverse = sorted(range(len(order)), key=order.__getitem__)
         with gm.graph.inserting_before(output):

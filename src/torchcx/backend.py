@@ -359,11 +359,9 @@ def _lower_and_compile(
         return _lower_and_compile_now(gm, example_inputs, strict=strict, **kwargs)
 
 
-#: The forward's input layouts, per compilation (its TracingContext), for the backward lowered
+#: The forward's example inputs, per compilation (its TracingContext), for the backward lowered
 #: after it (Note [Gradients in their inputs' layout]).
-_INPUT_LAYOUTS: weakref.WeakKeyDictionary[Any, list[tuple[tuple[int, ...], tuple[int, ...]] | None]] = (
-    weakref.WeakKeyDictionary()
-)
+_FORWARD_INPUTS: weakref.WeakKeyDictionary[Any, Sequence[Any]] = weakref.WeakKeyDictionary()
 
 
 def _no_donated_buffers() -> None:
@@ -390,14 +388,12 @@ def _lower_and_compile_now(
     kind = _graph_kind(kwargs)
     context = torch._guards.TracingContext.try_get()
     if kind == "forward" and context is not None:
-        _INPUT_LAYOUTS[context] = [
-            (tuple(x.shape), tuple(x.stride())) if isinstance(x, Tensor) else None for x in example_inputs
-        ]
+        _FORWARD_INPUTS[context] = list(example_inputs)
     if kind == "backward":
         _no_donated_buffers()  # Note [Backward lowered with the forward]
-        layouts = _INPUT_LAYOUTS.get(context) if context is not None else None
-        if layouts is not None:
-            gradients_in_input_layout(gm, layouts)  # Note [Gradients in their inputs' layout]
+        forward_inputs = _FORWARD_INPUTS.get(context) if context is not None else None
+        if forward_inputs is not None:
+            gradients_in_input_layout(gm, forward_inputs)  # Note [Gradients in their inputs' layout]
     if not any(has_complex(n.meta.get("val")) for n in gm.graph.nodes):
         # No complex value, nothing to lower: a program on ComplexTensors (planar or
         # bfloat16 parts, which AOTAutograd traced into their parts through torchcx's op
