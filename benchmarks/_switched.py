@@ -5,6 +5,13 @@ then timed interleaved.
 Each mode compiles its own function (a distinct code object) with static shapes, and nothing
 calls ``torch._dynamo.reset()`` after the first compile: a reset drops every compiled
 function's code, and the next call compiles it again with the switches as they are then.
+A distinct outer function is not enough where the program breaks its graph inside a function
+it calls (``loss.backward()`` in a training step): Dynamo keeps the compiled code of that inner
+frame, and of its resume functions, on their code objects, shared by every mode, so a second
+mode ran the first mode's code (FNO's step compiled nothing at all in its second mode, the
+MLP step one graph of two). Each mode therefore compiles with ``isolate_recompiles=True``
+(its own cache entries for every frame it runs), and ``compiled_with`` checks that the
+mode's first call compiled at least one graph.
 Each sample is enough calls for ``SAMPLE_S``: the first call after another mode's pays for the
 caches and branch predictors that mode left behind (a compiled 2^12-element chain: 74 us
 after an eager call, 42 us after itself). The order of the modes changes every round as in
@@ -52,12 +59,15 @@ def compiled_with(program: Callable[..., Any], args: tuple[Any, ...], tag: str, 
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in switches]
     for owner, name, value in switches:
         setattr(owner, name, value)
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     try:
-        fn = torchcx.compile(namespace[tag], dynamic=False)
+        fn = torchcx.compile(namespace[tag], dynamic=False, isolate_recompiles=True)
         fn(*args)
     finally:
         for owner, name, value in saved:
             setattr(owner, name, value)
+    if torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs:
+        raise RuntimeError(f"mode {tag!r} compiled no graph: it would run another mode's code")
     return fn
 
 
