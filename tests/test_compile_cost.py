@@ -556,6 +556,52 @@ def test_64_bit_transposes_in_registers(dtype, shape):
         assert all(f"struct transpose_mxn_helper<{element}, false>" in s for s in sources)
 
 
+def _phases_and_norms(x):
+    return x * torch.exp(1j * x.abs()) + torch.sin(x.real)
+
+
+def test_sines_and_cosines_of_one_value_in_one_call():
+    """Note [Sines and cosines of one value]: exp(1j * |x|) takes the sine and the cosine of
+    |x| from one sincos call; sin(x.real), alone, stays a sine; values are eager's to within
+    Sleef's 3.5-ULP bound (the float32 tolerance)."""
+    x = torch.randn(8, 96, dtype=torch.complex64, generator=torch.Generator().manual_seed(8)) * 3
+    out, _, builds = compile_and_record_builds(_phases_and_norms, x, threads=1)
+    torch.testing.assert_close(out, _phases_and_norms(x))
+    sources = [Path(arg).read_text() for cmd in builds for arg in cmd.split() if arg.endswith(".main.cpp")]
+    isa = [re.search(r"-D\s*CPU_CAPABILITY_(\w+)", cmd) for cmd in builds]
+    if not any(m and m.group(1) in ("AVX512", "AVX2") for m in isa):
+        pytest.skip("no vectorized kernels on this CPU")
+    calls = [re.findall(r"torchcx_sincos::of\((tmp\d+)\)", s) for s in sources]
+    assert [len(c) for c in calls if c] == [1], "the sine and cosine of |x| are not one call"
+    assert any(re.search(r"= tmp\d+\.sin\(\);", s) for s in sources), "the lone sine was paired"
+    assert not any(re.search(r"= tmp\d+\.cos\(\);", s) for s in sources)
+
+
+def test_sine_and_cosine_paired_within_one_block():
+    from torchcx._kernel_batches import sine_and_cosine_once
+
+    body = """{
+    {
+        auto tmp1 = tmp0.cos();
+        auto tmp2 = tmp1 * tmp0;
+        auto tmp3 = tmp0.sin();
+        auto tmp4 = tmp9.sin();
+        auto tmp5 = [&] { return tmp2; }();
+    }
+    {
+        auto tmp1 = tmp0.cos();
+    }
+    auto tmp6 = tmp0.sin();
+}"""
+    paired = sine_and_cosine_once(body).splitlines()
+    assert (
+        paired[2] == "        auto torchcx_sincos_tmp0 = torchcx_sincos::of(tmp0); auto tmp1 = torchcx_sincos_tmp0.cos;"
+    )
+    assert paired[4] == "        auto tmp3 = torchcx_sincos_tmp0.sin;"
+    # a lone sine, and a sine and a cosine in different blocks, are left as they are
+    assert [paired[i] for i in (5, 9, 11)] == [body.splitlines()[i] for i in (5, 9, 11)]
+
+
 def _spectral_mix(x, w):
     return torch.einsum("bixy,ioxy->boxy", x, w).abs().pow(2).sum()
 

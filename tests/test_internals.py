@@ -229,6 +229,34 @@ def test_64_bit_transposes_need_the_helper_they_specialize(monkeypatch, caplog, 
     assert "transpose_mxn_helper<int64_t, false>" in _kernel_batches.transposes_64()
 
 
+def test_sines_and_cosines_need_atens_functions(monkeypatch, caplog, fresh_warnings):
+    # Note [Sines and cosines of one value]: where ATen's float sine and cosine are not the
+    # 3.5-ULP Sleef functions one sincos call replaces, no helper and no pairing, one warning.
+    monkeypatch.setitem(_kernel_batches._ATEN_SIN_COS, "vec512/vec512_float.h", ("Sleef_sinf16_u10(values)",))
+    _kernel_batches.sines_and_cosines.cache_clear()
+    try:
+        with caplog.at_level("WARNING"):
+            assert _kernel_batches.sines_and_cosines() == ""
+            assert _kernel_batches.sines_and_cosines() == ""
+            source = _kernel_batches.library_source([(["float*"], KERNEL_WITH_SIN_AND_COS)])
+    finally:
+        monkeypatch.undo()
+        _kernel_batches.sines_and_cosines.cache_clear()
+    records = [r for r in caplog.records if "Sines and cosines of one value" in r.getMessage()]
+    assert len(records) == 1 and "not applied" in records[0].getMessage(), caplog.text
+    assert "torchcx_sincos" not in source and "tmp0.sin()" in source
+    assert "torchcx_sincos::of(tmp0)" in _kernel_batches.library_source([(["float*"], KERNEL_WITH_SIN_AND_COS)])
+
+
+KERNEL_WITH_SIN_AND_COS = """extern "C"  void  kernel(float* out_ptr0)
+{
+    auto tmp0 = at::vec::Vectorized<float>::loadu(out_ptr0);
+    auto tmp1 = tmp0.sin();
+    auto tmp2 = tmp0.cos();
+    (tmp1 + tmp2).store(out_ptr0);
+}"""
+
+
 def test_extern_calls_skip_the_dispatcher():
     # Note [Extern calls without the dispatcher]: the wrapper calls torchcx's kernel function,
     # with the same arguments; Inductor's registry holds no entry outside torchcx's compiles.

@@ -446,6 +446,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "pytorch/pytorch#91532, vectorized for float32 (ATen since added bfloat16 and half)",
         "checked",
     ),
+    "Sines and cosines of one value": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpp sin cos of the same value, "
+        "sincos vectorized, Vectorized sincos Sleef); Sleef's sincosf is what ATen's complex exp would use "
+        "(its commented-out vectorized exp in vec512_complex_float.h)",
+        "checked",
+    ),
     "quiet_complex_warning": (
         "no upstream issue for the warning from the joint-graph passes; the warning itself is discussed "
         "in pytorch/torchtitan#15",
