@@ -4,10 +4,12 @@ against the two calls Inductor emits.
 
     python benchmarks/sines_and_cosines.py [--workloads elementwise,nls,mlp] [--rounds 21]
         [--sizes 12,16,20,22] [--sweep-workloads elementwise,rope-fp32-freqs,modrelu]
+        [--complex128-sizes 14,18]
 
 Modes: "one call" is torchcx as it is; "two calls" compiles the same program with the pairing
 off. Each workload of the suite (full sizes; and each of ``--sweep-workloads`` at 2^k elements
-for each ``--sizes`` k, as the size sweep builds it) is compiled both ways in one process,
+for each ``--sizes`` k, as the size sweep builds it; and the elementwise chain on complex128
+at 2^k elements for each ``--complex128-sizes`` k) is compiled both ways in one process,
 caches off, then timed with eager, interleaved round by round (the order changed every round;
 each sample is enough calls for 20 ms), one thread. Prints the median and the fastest sample
 per mode (the time of one call), and the median over rounds of the two torchcx modes' ratio
@@ -18,6 +20,7 @@ per mode (the time of one call), and the median over rounds of the two torchcx m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +40,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="elementwise,nls,mlp")
     parser.add_argument("--sizes", default="", help="exponents: the sweep workloads at 2^k elements too")
     parser.add_argument("--sweep-workloads", default="elementwise,rope-fp32-freqs,modrelu")
+    parser.add_argument("--complex128-sizes", default="", help="exponents: the elementwise chain on complex128")
     options = parse_options(parser)
     problems = {
         name: WORKLOADS[name].build("full", torch.device("cpu")) for name in options.workloads.split(",") if name
@@ -44,6 +48,10 @@ def main() -> None:
     for k in (int(s) for s in options.sizes.split(",") if s):
         for name in options.sweep_workloads.split(","):
             problems[f"{name} 2^{k}"] = SWEEP_WORKLOADS[name].build(1 << k, torch.device("cpu"))
+    for k in (int(s) for s in options.complex128_sizes.split(",") if s):
+        problem = SWEEP_WORKLOADS["elementwise"].build(1 << k, torch.device("cpu"))
+        wide = tuple(a.to(torch.complex128) for a in problem.make_args())
+        problems[f"elementwise complex128 2^{k}"] = dataclasses.replace(problem, make_args=lambda wide=wide: wide)
     modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
     for name, problem in problems.items():
         modes[(name, "eager")] = (problem.program, problem.make_args())

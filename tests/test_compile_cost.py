@@ -560,11 +560,12 @@ def _phases_and_norms(x):
     return x * torch.exp(1j * x.abs()) + torch.sin(x.real)
 
 
-def test_sines_and_cosines_of_one_value_in_one_call():
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_sines_and_cosines_of_one_value_in_one_call(dtype):
     """Note [Sines and cosines of one value]: exp(1j * |x|) takes the sine and the cosine of
     |x| from one sincos call; sin(x.real), alone, stays a sine; values are eager's to within
-    Sleef's 3.5-ULP bound (the float32 tolerance)."""
-    x = torch.randn(8, 96, dtype=torch.complex64, generator=torch.Generator().manual_seed(8)) * 3
+    Sleef's bounds (3.5 ULP for float, 1 for double: the dtype's tolerance)."""
+    x = torch.randn(8, 96, dtype=dtype, generator=torch.Generator().manual_seed(8)) * 3
     out, _, builds = compile_and_record_builds(_phases_and_norms, x, threads=1)
     torch.testing.assert_close(out, _phases_and_norms(x))
     sources = [Path(arg).read_text() for cmd in builds for arg in cmd.split() if arg.endswith(".main.cpp")]

@@ -81,21 +81,27 @@ Note [Sines and cosines of one value]
 -------------------------------------
 A complex exponential or a polar value computes the sine and the cosine of the same real
 value (``exp(1j * theta)``, ``x * exp(1j * abs(x))``, ``polar(r, theta)``), and Inductor
-emits them as two calls, ``tmp.sin()`` and ``tmp.cos()``: ATen's ``Vectorized<float>``
-sine and cosine, Sleef's ``sinf`` and ``cosf`` of 3.5 ULP, each with its own argument
-reduction. Where one block of a kernel in a library computes both of one float vector, the
-library computes them with one call of Sleef's ``sincosf`` of the same accuracy (3.5 ULP,
-AVX-512 and AVX2; the two functions' results may differ in the last bit from it: a
-different evaluation, within the same bound). Other types (double, several vectors)
-keep the two calls, through the same helper. Only where ATen's float sine and cosine are
-those 3.5-ULP functions (read from its headers; else nothing changes, and one warning).
+emits them as two calls, ``tmp.sin()`` and ``tmp.cos()``: ATen's vectorized sine and
+cosine, Sleef's ``sinf``/``cosf`` of 3.5 ULP for float and ``sin``/``cos`` of 1 ULP for
+double, each with its own argument reduction. Where one block of a kernel in a library
+computes both of one float or double vector, the library computes them with one call of
+Sleef's ``sincosf`` (3.5 ULP) or ``sincos`` (1 ULP), the same bounds (AVX-512 and AVX2; the
+last bit may differ from the separate functions': a different evaluation, within the same
+bound), and several vectors of them (a complex128 kernel's step of 16 doubles) one call
+per vector. Other types keep the two calls, through the same helper. A lone sine or cosine is left alone: ``sincosf`` costs more than either (0.52
+against 0.32 and 0.34 ms for 2^20 floats in a C++ loop; for 2^19 doubles, sine and cosine
+1.37 ms, ``sincos`` 0.85). Only where ATen's functions are the ones replaced (read from its
+headers; else nothing changes, and one warning).
+
 The suite's elementwise chain at 2^20 elements, its kernel alone in a C++ loop on a 2-core
 AMD EPYC (2026-12-06): 2.19-2.29 ms per call with the two calls, 1.91-1.94 ms with one
 (fastest of 300 calls, 6 alternating processes each). Whole programs, one thread, both ways
 compiled in one process and timed interleaved (``benchmarks/sines_and_cosines.py``): the
-elementwise chain 1.09-1.14x faster from 2^14 to 2^20 elements (1.02x at 2^12), the NLS
-solver 1.13x; the MLP step, the rotary embedding with its frequencies in the graph and
-modReLU layers, whose sines and cosines are of few values or none, within noise.
+elementwise chain 1.11-1.14x faster from 2^16 to 2^20 elements, 1.04x at 2^14 and 2^22,
+0.95-1.02x at 2^12 (a few microseconds of math in a 40 us call, within the harness's own
+A/A spread); the NLS solver 1.12x; the MLP step, the rotary embedding with its frequencies
+in the graph and modReLU layers, whose sines and cosines are of few values or none, within
+noise.
 
 A kernel whose source has a preprocessor directive other than ``#include`` and
 ``#pragma``, or whose argument types Inductor's binding would not parse, is
@@ -298,27 +304,50 @@ inline SinCos<at::vec::Vectorized<float>> of(const at::vec::Vectorized<float>& x
   Sleef___m512_2 r = Sleef_sincosf16_u35(x);
   return {r.x, r.y};
 }
+inline SinCos<at::vec::Vectorized<double>> of(const at::vec::Vectorized<double>& x) {
+  Sleef___m512d_2 r = Sleef_sincosd8_u10(x);
+  return {r.x, r.y};
+}
 #elif INDUCTOR_USE_VECTOR_TYPES() && defined(CPU_CAPABILITY_AVX2)
 inline SinCos<at::vec::Vectorized<float>> of(const at::vec::Vectorized<float>& x) {
   Sleef___m256_2 r = Sleef_sincosf8_u35(x);
   return {r.x, r.y};
 }
+inline SinCos<at::vec::Vectorized<double>> of(const at::vec::Vectorized<double>& x) {
+  Sleef___m256d_2 r = Sleef_sincosd4_u10(x);
+  return {r.x, r.y};
+}
+#endif
+#if INDUCTOR_USE_VECTOR_TYPES()
+// Several vectors (a complex128 kernel's doubles, 16 to a step): each vector as above.
+template <typename T, int N>
+inline SinCos<at::vec::VectorizedN<T, N>> of(const at::vec::VectorizedN<T, N>& x) {
+  SinCos<at::vec::VectorizedN<T, N>> r;
+  for (int i = 0; i < N; i++) {
+    auto p = of(x[i]);
+    r.sin[i] = p.sin;
+    r.cos[i] = p.cos;
+  }
+  return r;
+}
 #endif
 }  // namespace torchcx_sincos
 """
 
-#: ATen's float sine and cosine, per vector header: the functions one ``sincosf`` call
-#: replaces must be these (Note [Sines and cosines of one value]).
+#: ATen's float and double sine and cosine, per vector header: the functions one ``sincos``
+#: call replaces must be these (Note [Sines and cosines of one value]).
 _ATEN_SIN_COS = {
     "vec512/vec512_float.h": ("Sleef_sinf16_u35(values)", "Sleef_cosf16_u35(values)"),
     "vec256/vec256_float.h": ("Sleef_sinf8_u35(values)", "Sleef_cosf8_u35(values)"),
+    "vec512/vec512_double.h": ("Sleef_sind8_u10(values)", "Sleef_cosd8_u10(values)"),
+    "vec256/vec256_double.h": ("Sleef_sind4_u10(values)", "Sleef_cosd4_u10(values)"),
 }
 
 
 @functools.cache
 def sines_and_cosines() -> str:
-    """Note [Sines and cosines of one value]: the helper, where ATen's float sine and cosine
-    are the 3.5-ULP Sleef functions it replaces (else nothing, and one warning)."""
+    """Note [Sines and cosines of one value]: the helper, where ATen's sines and cosines are
+    the Sleef functions it replaces (else nothing, and one warning)."""
     import torch
 
     root = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "cpu", "vec")
