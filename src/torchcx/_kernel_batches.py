@@ -88,10 +88,12 @@ computes both of one float or double vector, the library computes them with one 
 Sleef's ``sincosf`` (3.5 ULP) or ``sincos`` (1 ULP), the same bounds (AVX-512 and AVX2; the
 last bit may differ from the separate functions': a different evaluation, within the same
 bound), and several vectors of them (a complex128 kernel's step of 16 doubles) one call
-per vector. Other types keep the two calls, through the same helper. A lone sine or cosine is left alone: ``sincosf`` costs more than either (0.52
-against 0.32 and 0.34 ms for 2^20 floats in a C++ loop; for 2^19 doubles, sine and cosine
-1.37 ms, ``sincos`` 0.85). Only where ATen's functions are the ones replaced (read from its
-headers; else nothing changes, and one warning).
+per vector. Other types keep the two calls, through the same helper. A lone sine or cosine
+is left alone: ``sincosf`` costs more than either (0.52 against 0.32 and 0.34 ms for 2^20
+floats in a C++ loop; for 2^19 doubles, sine and cosine 1.37 ms, ``sincos`` 0.85). Only
+where ATen's functions are the ones replaced (read from its headers; else nothing changes,
+and one warning). Blocks are found by counting braces; were a pairing ever to cross one, the
+library would not build, and its kernels would be built alone, unpaired (above).
 
 The suite's elementwise chain at 2^20 elements, its kernel alone in a C++ loop on a 2-core
 AMD EPYC (2026-12-06): 2.19-2.29 ms per call with the two calls, 1.91-1.94 ms with one
@@ -122,6 +124,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ._patching import cannot_apply, for_this_thread
@@ -299,25 +302,20 @@ template <typename T>
 inline SinCos<T> of(const T& x) {
   return {x.sin(), x.cos()};
 }
+// One Sleef call for a vector of T: both results of sincos.
+#define TORCHCX_SINCOS(T, sincos)                                              \
+  inline SinCos<at::vec::Vectorized<T>> of(const at::vec::Vectorized<T>& x) { \
+    auto r = sincos(x);                                                        \
+    return {r.x, r.y};                                                         \
+  }
 #if INDUCTOR_USE_VECTOR_TYPES() && defined(CPU_CAPABILITY_AVX512)
-inline SinCos<at::vec::Vectorized<float>> of(const at::vec::Vectorized<float>& x) {
-  Sleef___m512_2 r = Sleef_sincosf16_u35(x);
-  return {r.x, r.y};
-}
-inline SinCos<at::vec::Vectorized<double>> of(const at::vec::Vectorized<double>& x) {
-  Sleef___m512d_2 r = Sleef_sincosd8_u10(x);
-  return {r.x, r.y};
-}
+TORCHCX_SINCOS(float, Sleef_sincosf16_u35)
+TORCHCX_SINCOS(double, Sleef_sincosd8_u10)
 #elif INDUCTOR_USE_VECTOR_TYPES() && defined(CPU_CAPABILITY_AVX2)
-inline SinCos<at::vec::Vectorized<float>> of(const at::vec::Vectorized<float>& x) {
-  Sleef___m256_2 r = Sleef_sincosf8_u35(x);
-  return {r.x, r.y};
-}
-inline SinCos<at::vec::Vectorized<double>> of(const at::vec::Vectorized<double>& x) {
-  Sleef___m256d_2 r = Sleef_sincosd4_u10(x);
-  return {r.x, r.y};
-}
+TORCHCX_SINCOS(float, Sleef_sincosf8_u35)
+TORCHCX_SINCOS(double, Sleef_sincosd4_u10)
 #endif
+#undef TORCHCX_SINCOS
 #if INDUCTOR_USE_VECTOR_TYPES()
 // Several vectors (a complex128 kernel's doubles, 16 to a step): each vector as above.
 template <typename T, int N>
@@ -352,8 +350,8 @@ def sines_and_cosines() -> str:
 
     root = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "cpu", "vec")
     for header, calls in _ATEN_SIN_COS.items():
-        path = os.path.join(root, header)
-        text = open(path).read() if os.path.isfile(path) else ""
+        path = Path(root, header)
+        text = path.read_text() if path.is_file() else ""
         if not all(call in text for call in calls):
             cannot_apply("Sines and cosines of one value", f"ATen's {header} does not compute {' and '.join(calls)}")
             return ""
@@ -368,24 +366,25 @@ def sine_and_cosine_once(body: str) -> str:
     by one ``torchcx_sincos::of(tmp)`` (Note [Sines and cosines of one value])."""
     lines = body.split("\n")
     blocks, opened = [0], 0
-    found: dict[tuple[int, str], dict[str, int]] = {}
+    # (block, value) -> "sin"/"cos" -> (line, indent, result)
+    found: dict[tuple[int, str], dict[str, tuple[int, str, str]]] = {}
     for i, line in enumerate(lines):
         match = _SIN_OR_COS.match(line)
         if match:
-            found.setdefault((blocks[-1], match[3]), {})[match[4]] = i
+            indent, result, value, fn = match.groups()
+            found.setdefault((blocks[-1], value), {})[fn] = (i, indent, result)
         for c in line:
             if c == "{":
                 opened += 1
                 blocks.append(opened)
             elif c == "}" and len(blocks) > 1:
                 blocks.pop()
-    for (_, value), at in found.items():
-        if len(at) < 2:
+    for (_, value), calls in found.items():
+        if len(calls) < 2:
             continue
         pair = f"torchcx_sincos_{value}"
-        first = min(at.values())
-        for fn, i in at.items():
-            indent, result = _SIN_OR_COS.match(lines[i]).group(1, 2)  # type: ignore[union-attr]
+        first = min(i for i, _, _ in calls.values())
+        for fn, (i, indent, result) in calls.items():
             computed = f"auto {pair} = torchcx_sincos::of({value}); " if i == first else ""
             lines[i] = f"{indent}{computed}auto {result} = {pair}.{fn};"
     return "\n".join(lines)
