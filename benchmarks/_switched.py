@@ -52,6 +52,19 @@ def parse_options(parser: argparse.ArgumentParser, sample_s: float = SAMPLE_S) -
     return options
 
 
+def problems(workloads: str, sizes: str, sweep_workloads: str) -> dict[str, Any]:
+    """The suite's ``workloads`` at full size, and each of ``sweep_workloads`` at 2^k elements for
+    each k in ``sizes`` (comma-separated), as the size sweep builds them; by row name."""
+    from torchcx.bench.workloads import SWEEP_WORKLOADS, WORKLOADS
+
+    cpu = torch.device("cpu")
+    built = {name: WORKLOADS[name].build("full", cpu) for name in workloads.split(",") if name}
+    for k in (int(s) for s in sizes.split(",") if s):
+        for name in sweep_workloads.split(","):
+            built[f"{name} 2^{k}"] = SWEEP_WORKLOADS[name].build(1 << k, cpu)
+    return built
+
+
 def compiled_with(program: Callable[..., Any], args: tuple[Any, ...], tag: str, switches: Sequence[Switch]) -> Any:
     """``program`` compiled by torchcx now (first call included), with ``switches`` set while it compiles."""
     namespace: dict[str, Any] = {}

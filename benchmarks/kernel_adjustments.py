@@ -23,11 +23,10 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-import torch
 from _switched import compiled_with, parse_options, time_interleaved
+from _switched import problems as suite_problems
 
 import torchcx._inductor_patches as patches
-from torchcx.bench.workloads import SWEEP_WORKLOADS, WORKLOADS
 
 #: mode -> the adjustments switched off while it compiles
 MODES = {
@@ -43,10 +42,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="", help="exponents: the sweep workloads at 2^k elements too")
     parser.add_argument("--sweep-workloads", default="elementwise")
     options = parse_options(parser)
-    problems = {name: WORKLOADS[name].build("full", torch.device("cpu")) for name in options.workloads.split(",")}
-    for k in (int(s) for s in options.sizes.split(",") if s):
-        for name in options.sweep_workloads.split(","):
-            problems[f"{name} 2^{k}"] = SWEEP_WORKLOADS[name].build(1 << k, torch.device("cpu"))
+    problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
     modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
     for name, problem in problems.items():
         args = problem.make_args()

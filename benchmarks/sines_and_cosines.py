@@ -27,9 +27,10 @@ from typing import Any
 
 import torch
 from _switched import compiled_with, parse_options, time_interleaved
+from _switched import problems as suite_problems
 
 import torchcx._kernel_batches as batches
-from torchcx.bench.workloads import SWEEP_WORKLOADS, WORKLOADS
+from torchcx.bench.workloads import SWEEP_WORKLOADS
 
 #: mode -> the switches set while it compiles
 MODES = {"one call": (), "two calls": ((batches, "sines_and_cosines", lambda: ""),)}
@@ -42,12 +43,7 @@ def main() -> None:
     parser.add_argument("--sweep-workloads", default="elementwise,rope-fp32-freqs,modrelu")
     parser.add_argument("--complex128-sizes", default="", help="exponents: the elementwise chain on complex128")
     options = parse_options(parser)
-    problems = {
-        name: WORKLOADS[name].build("full", torch.device("cpu")) for name in options.workloads.split(",") if name
-    }
-    for k in (int(s) for s in options.sizes.split(",") if s):
-        for name in options.sweep_workloads.split(","):
-            problems[f"{name} 2^{k}"] = SWEEP_WORKLOADS[name].build(1 << k, torch.device("cpu"))
+    problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
     for k in (int(s) for s in options.complex128_sizes.split(",") if s):
         problem = SWEEP_WORKLOADS["elementwise"].build(1 << k, torch.device("cpu"))
         wide = tuple(a.to(torch.complex128) for a in problem.make_args())
