@@ -11,7 +11,12 @@ frame, and of its resume functions, on their code objects, shared by every mode,
 mode ran the first mode's code (FNO's step compiled nothing at all in its second mode, the
 MLP step one graph of two). Each mode therefore compiles with ``isolate_recompiles=True``
 (its own cache entries for every frame it runs), and ``compiled_with`` checks that the
-mode's first call compiled at least one graph.
+mode's first call compiled at least one graph. The switches stay set until a call compiles
+nothing new: the FNO and MLP steps recompile on their second call (``zero_grad`` then finds
+gradients, a guard of the first graph), and before that was seen (2026-12-06) such a
+recompile ran with the switches restored, so a switch that is read while compiling (a module
+attribute, unlike ``torchcx.config``'s settings, which ``torchcx.compile`` binds) was off in
+the step's steady code.
 Each sample is enough calls for ``SAMPLE_S``: the first call after another mode's pays for the
 caches and branch predictors that mode left behind (a compiled 2^12-element chain: 74 us
 after an eager call, 42 us after itself). The order of the modes changes every round as in
@@ -72,15 +77,26 @@ def compiled_with(program: Callable[..., Any], args: tuple[Any, ...], tag: str, 
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in switches]
     for owner, name, value in switches:
         setattr(owner, name, value)
-    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    counter = torch._dynamo.utils.counters["stats"]
+    graphs = counter["unique_graphs"]
     try:
         fn = torchcx.compile(namespace[tag], dynamic=False, isolate_recompiles=True)
         fn(*args)
+        if counter["unique_graphs"] == graphs:
+            raise RuntimeError(f"mode {tag!r} compiled no graph: it would run another mode's code")
+        # Calls until one compiles nothing: a call can change what the next guards on (a
+        # training step's zero_grad finds gradients from its second call on), and Dynamo's
+        # recompile must see the switches too.
+        for _ in range(4):
+            before = counter["unique_graphs"]
+            fn(*args)
+            if counter["unique_graphs"] == before:
+                break
+        else:
+            raise RuntimeError(f"mode {tag!r} still compiles new graphs after 5 calls")
     finally:
         for owner, name, value in saved:
             setattr(owner, name, value)
-    if torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs:
-        raise RuntimeError(f"mode {tag!r} compiled no graph: it would run another mode's code")
     return fn
 
 
