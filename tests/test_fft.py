@@ -167,6 +167,28 @@ def test_inverse_real_fft_over_two_dims_hands_mkl_its_layout() -> None:
     assert '\'aten::_fft_c2r.default\', \'{"args": [{"complex": "torch.complex64", "tensor": 0}, [3]' in code
 
 
+@pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="the layout is for ATen's MKL FFT")
+@pytest.mark.parametrize("kind", ["c2c", "r2c"])
+def test_transform_over_a_middle_dim_hands_mkl_its_layout(kind: str) -> None:
+    # Note [Transforms laid out for MKL]: a transform over dim -2 of a row-major tensor would
+    # have ATen copy it with a transpose; the kernel that makes the input writes it with that
+    # dim innermost instead (the batch dims then collapse into one), and the result is eager's.
+    from torch._inductor.utils import run_and_get_code
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return (torch.fft.fft if kind == "c2c" else torch.fft.rfft)(x * 2, dim=-2, norm="ortho")
+
+    x = torch.randn(2, 3, 8, 6, dtype=torch.complex64 if kind == "c2c" else torch.float32)
+    with torchcx.config.patch(fft_path="vendor"):
+        got, (code,) = run_and_get_code(torchcx.compile(fn), x)
+    torch.testing.assert_close(got, fn(x))
+    call = next(line for line in code.splitlines() if f"'aten::_fft_{kind}.default'" in line)
+    operand = re.search(r"\[(buf\d+)\]", call).group(1)
+    assert f"{operand} = empty_strided_cpu((2, 3, 8, 6), (144, 48, 1, 8)" in code
+    # eager calls interleave into a new row-major tensor: nothing is laid out there
+    assert not torchcx.ops.fft._mkl_gets_layout(cx(x) if kind == "c2c" else x)
+
+
 def test_real_input_outside_complex_mode_is_native() -> None:
     # Without a complex argument torchcx is not involved: eager's own result.
     out = torch.fft.rfft(torch.randn(8))

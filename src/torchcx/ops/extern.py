@@ -127,6 +127,13 @@ def native_gemm_traced() -> bool:
     return _TRACED_FORM.get() == "custom_op" or _NATIVE_GEMM.get()
 
 
+def hands_over_layout(*args: Any) -> bool:
+    """Whether an extern call with these operands hands the native kernel their layout: in a
+    compiled graph its words are written with the parts' strides (Note [Packed form]); eager
+    calls and exported graphs interleave into a new row-major tensor instead."""
+    return _is_traced(args) and _TRACED_FORM.get() == "custom_op"
+
+
 def call_extern(op: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` with its native complex kernel; ComplexTensor in, ComplexTensor out."""
     low = _low_precision((args, kwargs))

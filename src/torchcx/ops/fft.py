@@ -86,7 +86,7 @@ from ..tensor import ComplexTensor, RealView
 from . import fft_real
 from ._common import opmath, size_hint, to_complex
 from ._registry import REAL_TO_COMPLEX_OPS, register
-from .extern import call_extern
+from .extern import call_extern, hands_over_layout
 
 aten = torch.ops.aten
 
@@ -250,22 +250,63 @@ def _real_c2r(x: ComplexTensor, dim: list[int], normalization: int, last_dim_siz
     return _like_vendor(aten._fft_c2r.default, x, x.dtype, args, out.to(part))
 
 
-# Note [An inverse real FFT over several dims, laid out for MKL]
-# ATen's MKL c2r over dims (..., a, b) is a c2c over the leading dims, then a c2r over the last,
-# and each MKL call needs its batch dims to collapse into one: ATen moves the transformed dims
-# innermost and copies where that is no view. A row-major half spectrum is copied twice so
-# (a transposing copy of the whole spectrum before each call: 3.3 ms of the suite's 14 ms FNO
-# step, B8 C32 64x33, eager paying the same). Handed to the c2c with its leading dims
-# innermost, the first copy is gone: the kernel that makes the spectrum (the FNO's scatter of
-# its modes into zeros) writes it in that order. The second stays (the c2c's result has the
-# c2c dims innermost; the c2r needs its own). Same two MKL transforms, same normalization
-# (ATen passes the one mode to both calls), the same result layout.
+# Note [Transforms laid out for MKL]
+# ATen's MKL FFT moves the batch dims first (sorted by stride, outermost first) and the
+# transformed dims last, and views the batch dims as one: where they do not collapse into one
+# (a transform over dim -2 of a row-major tensor: batch strides (.., 1024, 1) around the
+# transformed dim's 16) it copies the whole input with a transpose before the call (0.27-0.48
+# ms for the FNO's 2 MiB spectra, three such copies per step). Its result has the transformed
+# dims innermost whatever the input's layout. So torchcx hands the transform its input in
+# that order where ATen would copy: in a compiled graph the kernel that makes the input writes
+# it so (a transposing write where it was a plain one, or Inductor's copy in place of ATen's
+# where the input is another extern call's result), and the consumers read the result as
+# before. Same MKL calls, same values.
+#
+# An inverse real FFT over several dims (..., a, b) is, in ATen, a c2c over the leading dims
+# and then a c2r over the last, each with that copy: torchcx makes the two calls itself, the
+# c2c's input in its order, so the second copy (the c2r's: the c2c's result has the leading
+# dims innermost) is the one left (in the suite's FNO step the inverse went from 4.9 to 2.3 ms).
+
+
+def _mkl_copies(x: Tensor, dims: list[int]) -> bool:
+    """Whether ATen's MKL FFT would copy ``x`` to batch a transform over ``dims``."""
+    if not all(is_concrete_int(v) for v in (*x.shape, *x.stride())):
+        return False  # (unknown until run: left to ATen)
+    batch = [d for d in range(x.dim()) if d not in dims and x.shape[d] != 1]
+    batch.sort(key=lambda d: -x.stride(d))
+    return any(x.stride(a) != x.stride(b) * x.shape[b] for a, b in zip(batch, batch[1:]))
+
+
+def _mkl_gets_layout(x: Tensor) -> bool:
+    """Whether the vendor FFT of ``x`` is ATen's MKL one, called on ``x``'s layout (in a
+    compiled graph; eager calls interleave into a new row-major tensor)."""
+    return x.device.type == "cpu" and torch.backends.mkl.is_available() and hands_over_layout(x)
+
+
+def _laid_out_for_mkl(x: Tensor, dims: list[int]) -> Tensor:
+    """``x`` laid out as ATen's MKL FFT batches it without copying (Note [Transforms laid
+    out for MKL]): its other dims outermost, in their present order, then ``dims``."""
+    if not _mkl_gets_layout(x) or not _mkl_copies(x, dims):
+        return x
+    batch = sorted((d for d in range(x.dim()) if d not in dims), key=lambda d: (-x.stride(d), d))
+    order = batch + sorted(dims, key=lambda d: (-x.stride(d), d))
+    if isinstance(x, ComplexTensor):
+        return ComplexTensor(_in_order(x.re, order), _in_order(x.im, order))
+    return _in_order(x, order)
+
+
+def _vendor_c2c(x: ComplexTensor, dim: list[int], normalization: int, forward: bool) -> ComplexTensor:
+    return vendor_fft(aten._fft_c2c.default, _laid_out_for_mkl(x, _dims(x, dim)), dim, normalization, forward)
+
+
+def _vendor_r2c(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> ComplexTensor:
+    return vendor_fft(aten._fft_r2c.default, _laid_out_for_mkl(x, _dims(x, dim)), dim, normalization, onesided)
 
 
 def _vendor_c2r(x: ComplexTensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
     dims = _dims(x, dim)
-    if len(dims) < 2 or x.device.type != "cpu" or not torch.backends.mkl.is_available():
-        return vendor_fft(aten._fft_c2r.default, x, dim, normalization, last_dim_size)
+    if len(dims) < 2 or not _mkl_gets_layout(x):
+        return vendor_fft(aten._fft_c2r.default, _laid_out_for_mkl(x, dims), dim, normalization, last_dim_size)
     leading = dims[:-1]
     order = [d for d in range(x.dim()) if d not in leading] + leading
     laid = ComplexTensor(_in_order(x.re, order), _in_order(x.im, order))
@@ -276,11 +317,7 @@ def _vendor_c2r(x: ComplexTensor, dim: list[int], normalization: int, last_dim_s
 #: The paths by name, as ``torchcx.config.fft_path`` names them: adding a path is adding an
 #: entry here (and to ``prefer_real``'s rule if "auto" should choose it).
 FFT_PATHS: dict[str, FftPath] = {
-    "vendor": FftPath(
-        functools.partial(vendor_fft, aten._fft_c2c.default),
-        functools.partial(vendor_fft, aten._fft_r2c.default),
-        _vendor_c2r,
-    ),
+    "vendor": FftPath(_vendor_c2c, _vendor_r2c, _vendor_c2r),
     "real": FftPath(_real_c2c, _real_r2c, _real_c2r),
 }
 PATHS = ("auto", *FFT_PATHS)
