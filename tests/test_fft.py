@@ -149,7 +149,7 @@ def test_fft_primitives_may_call_extern_kernels() -> None:
 
 @pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="the layout is for ATen's MKL FFT")
 def test_inverse_real_fft_over_two_dims_hands_mkl_its_layout() -> None:
-    # Note [An inverse real FFT over several dims, laid out for MKL]: the c2c over the leading
+    # Note [Transforms laid out for MKL], its inverse over several dims: the c2c over the leading
     # dim gets the spectrum with that dim innermost (written so by the kernel that makes it).
     from torch._inductor.utils import run_and_get_code
 
