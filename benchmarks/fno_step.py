@@ -6,16 +6,20 @@ torch.compile and ``jax.jit``.
 
 Modes: "torchcx" as it is; "full FFTs" with ``config.truncated_spectra`` off (every FFT
 computed in full); "ATen's copies" with the transforms' inputs as they come (Note [Transforms
-laid out for MKL]: ATen copies three of them with a transpose before its MKL call). All in one process, caches off, static shapes, interleaved round by round
-(the order changed every round; each sample is enough calls for ``--sample-s``), one thread
-(one core for JAX too); median (fastest) ms per call, and the median over rounds of the
-ratio of the two torchcx modes' samples (each round's pair ran side by side). How the modes
+laid out for MKL]: ATen copies three of them with a transpose before its MKL call); "reshapes
+copied" with the GEMM's reshaped operands copied over the reshape's shape (Note [Reshaped
+extern inputs realized in their own shape], src/torchcx/_inductor_patches.py). All in
+one process, caches off, static shapes, interleaved round by round (the order changed every
+round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
+median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
+mode's sample to torchcx's (each round's samples ran side by side). How the modes
 are compiled and timed: ``benchmarks/_switched.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +28,7 @@ import torch
 from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx
+import torchcx._inductor_patches as patches
 from torchcx.bench.modes import JaxInstance, Skipped
 from torchcx.bench.workloads import WORKLOADS
 
@@ -32,6 +37,7 @@ MODES = {
     "torchcx": (),
     "full FFTs": ((torchcx.config, "truncated_spectra", False),),
     "ATen's copies": ((torchcx.ops.fft, "_mkl_copies", lambda x, dims: False),),
+    "reshapes copied": ((patches, "_reshaped_extern_inputs_realized", contextlib.nullcontext),),
 }
 
 

@@ -103,6 +103,11 @@ MISSING = [
         lambda mp: _cpp() and _lowering() and mp.delattr(_custom_extern_codegen(), "CUSTOM_EXTERN_KERNEL_CODEGEN"),
     ),
     (
+        "Reshaped extern inputs realized in their own shape",
+        _inductor_patches._reshaped_extern_inputs_realized,
+        lambda mp: mp.delattr(_ir().ExternKernel, "require_strides"),
+    ),
+    (
         "Vectorized bitcasts",
         _inductor_patches._vectorized_bitcasts,
         lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None),
@@ -266,6 +271,27 @@ def test_extern_calls_skip_the_dispatcher():
     assert "= torchcx_extern_kernel('aten::cumsum.default', " in code
     assert "torch.ops.torchcx.extern.default(" not in code
     assert _inductor_patches._EXTERN_OP not in _custom_extern_codegen().CUSTOM_EXTERN_KERNEL_CODEGEN
+
+
+def test_reshaped_extern_inputs_realized_in_their_own_shape(monkeypatch):
+    # Note [Reshaped extern inputs realized in their own shape]: a batched GEMM over an FFT's
+    # kept modes takes each corner as a reshape of a permuted copy; the copy is computed in its
+    # own (tiled) loops and the GEMM gets a reinterpretation of it, where without the
+    # adjustment the reshape was copied with each merged mode index split by division.
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("bixy,ioxy->boxy", torch.fft.fft(x, dim=-2)[:, :, :8, :8], w)
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 32, 32, 16, dtype=torch.complex64, generator=g)
+    w = torch.randn(32, 32, 8, 8, dtype=torch.complex64, generator=g)
+    with torchcx.config.patch(fft_path="vendor"):
+        out, code = compiled(fn, x, w)
+        monkeypatch.setattr(_inductor_patches, "_reshaped_extern_inputs_realized", contextlib.nullcontext)
+        _, code_without = compiled(fn, x, w)
+    torch.testing.assert_close(out, fn(x, w))
+    gemm = next(line for line in code.splitlines() if "'aten::bmm.default'" in line)
+    assert "[reinterpret_tensor(buf" in gemm and "div_floor_integer" not in code
+    assert "div_floor_integer" in code_without
 
 
 def test_all_adjustments_apply_on_this_torch(caplog, fresh_warnings):
