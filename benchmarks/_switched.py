@@ -12,7 +12,7 @@ mode ran the first mode's code (FNO's step compiled nothing at all in its second
 MLP step one graph of two). Each mode therefore compiles with ``isolate_recompiles=True``
 (its own cache entries for every frame it runs), and ``compiled_with`` checks that the
 mode's first call compiled at least one graph. The switches stay set until a call compiles
-nothing new: the FNO and MLP steps recompile on their second call (``zero_grad`` then finds
+nothing new: the FNO step recompiles on its second call (``zero_grad`` then finds
 gradients, a guard of the first graph), and before that was seen (2026-12-06) such a
 recompile ran with the switches restored, so a switch that is read while compiling (a module
 attribute, unlike ``torchcx.config``'s settings, which ``torchcx.compile`` binds) was off in
