@@ -289,7 +289,11 @@ def _laid_out_for_mkl(x: Tensor, dims: list[int]) -> Tensor:
     if not _mkl_gets_layout(x) or not _mkl_copies(x, dims):
         return x
     batch = sorted((d for d in range(x.dim()) if d not in dims), key=lambda d: (-x.stride(d), d))
-    order = batch + sorted(dims, key=lambda d: (-x.stride(d), d))
+    return _parts_in_order(x, batch + sorted(dims, key=lambda d: (-x.stride(d), d)))
+
+
+def _parts_in_order(x: Tensor, order: list[int]) -> Tensor:
+    """``_in_order`` of a real tensor, or of each part of a ComplexTensor."""
     if isinstance(x, ComplexTensor):
         return ComplexTensor(_in_order(x.re, order), _in_order(x.im, order))
     return _in_order(x, order)
@@ -308,8 +312,7 @@ def _vendor_c2r(x: ComplexTensor, dim: list[int], normalization: int, last_dim_s
     if len(dims) < 2 or not _mkl_gets_layout(x):
         return vendor_fft(aten._fft_c2r.default, _laid_out_for_mkl(x, dims), dim, normalization, last_dim_size)
     leading = dims[:-1]
-    order = [d for d in range(x.dim()) if d not in leading] + leading
-    laid = ComplexTensor(_in_order(x.re, order), _in_order(x.im, order))
+    laid = _parts_in_order(x, [d for d in range(x.dim()) if d not in leading] + leading)
     spectrum = vendor_fft(aten._fft_c2c.default, laid, leading, normalization, False)
     return vendor_fft(aten._fft_c2r.default, spectrum, [dims[-1]], normalization, last_dim_size)
 
