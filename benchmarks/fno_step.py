@@ -8,7 +8,9 @@ Modes: "torchcx" as it is; "full FFTs" with ``config.truncated_spectra`` off (ev
 computed in full); "ATen's copies" with the transforms' inputs as they come (Note [Transforms
 laid out for MKL]: ATen copies three of them with a transpose before its MKL call); "reshapes
 copied" with the GEMM's reshaped operands copied over the reshape's shape (Note [Reshaped
-extern inputs realized in their own shape], src/torchcx/_inductor_patches.py). All in
+extern inputs realized in their own shape], src/torchcx/_inductor_patches.py); "conjugates
+copied" with the saved ``_conj`` of each GEMM operand written again by a kernel of its own
+(``_unconjugated`` in src/torchcx/_boundary/retrace.py). All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -28,6 +30,7 @@ import torch
 from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx
+import torchcx._boundary.retrace as retrace
 import torchcx._inductor_patches as patches
 from torchcx.bench.modes import JaxInstance, Skipped
 from torchcx.bench.workloads import WORKLOADS
@@ -38,6 +41,7 @@ MODES = {
     "full FFTs": ((torchcx.config, "truncated_spectra", False),),
     "ATen's copies": ((torchcx.ops.fft, "_mkl_copies", lambda x, dims: False),),
     "reshapes copied": ((patches, "_reshaped_extern_inputs_realized", contextlib.nullcontext),),
+    "conjugates copied": ((retrace, "_unconjugated", lambda node, env: torch.conj_physical(env[node])),),
 }
 
 

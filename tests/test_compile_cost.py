@@ -633,3 +633,50 @@ def test_gradients_in_their_inputs_layout(leaf):
     assert stride == w0.stride()
     torch.testing.assert_close(loss, eager_loss)
     torch.testing.assert_close(grad, eager_grad)
+
+
+def _corner_mix(x, w):
+    # as an FNO layer: a GEMM over transformed modes, whose weight gradient needs conj(modes)
+    return torch.einsum("bixy,ioxy->boxy", torch.fft.fft(x, dim=-2)[:, :, :8, :8], w).abs().pow(2).sum()
+
+
+def test_saved_conjugates_are_their_operands(monkeypatch: pytest.MonkeyPatch):
+    """The forward saves ``_conj`` of the GEMM's operand for the weight gradient; the graph hands
+    out the operand's own buffer (``_unconjugated`` in _boundary/retrace.py), where conjugating
+    the lowered ``_conj`` back wrote the operand again (in the FNO step, a kernel of its own)."""
+    from torchcx._boundary import retrace
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 32, 32, 16, dtype=torch.complex64, generator=g)
+    w0 = torch.randn(32, 32, 8, 8, dtype=torch.complex64, generator=g)
+
+    def step(fn):
+        w = w0.clone().requires_grad_()
+        loss = fn(x, w)
+        loss.backward()
+        return loss, w.grad
+
+    def gemm_operand_and_saved(code: str) -> tuple[set[str], set[str]]:
+        forward = code.split("def call(self, args):")[1].split("\n\n")[0]
+        gemm = next(line for line in forward.splitlines() if "'aten::bmm.default'" in line)
+        saved = forward.split("return (")[-1]
+        buffers = re.compile(r"reinterpret_tensor\((buf\d+),")
+        return set(buffers.findall(gemm)), set(buffers.findall(saved))
+
+    def compiled_step():
+        torch._dynamo.reset()
+        with torch._inductor.config.patch(force_disable_caches=True), torchcx.config.patch(fft_path="vendor"):
+            (loss, grad), codes = run_and_get_code(step, torchcx.compile(_corner_mix))
+        return loss, grad, gemm_operand_and_saved(codes[0])
+
+    loss, grad, (operands, saved) = compiled_step()
+    eager_loss, eager_grad = step(_corner_mix)
+    # FFTs (eager's of all 32 modes, the compiled one may differ in its factorization) and sums
+    # of 128 products: float32 rounding of a few ulps of the largest term per element
+    torch.testing.assert_close(loss, eager_loss, rtol=1e-5, atol=0)
+    torch.testing.assert_close(grad, eager_grad, rtol=1e-5, atol=1e-5 * eager_grad.abs().max().item())
+    assert operands & saved  # the saved tensor is the GEMM operand's buffer
+    monkeypatch.setattr(retrace, "_unconjugated", lambda node, env: torch.conj_physical(env[node]))
+    _, grad_copied, (operands, saved) = compiled_step()
+    torch.testing.assert_close(grad_copied, grad, rtol=0, atol=0)
+    assert not operands & saved  # written again, into a buffer of its own

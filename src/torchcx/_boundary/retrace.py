@@ -139,9 +139,7 @@ class _Retracer:
         for i, o in enumerate(spec.outputs):
             if spec.output_slot[i] is None:
                 continue
-            value = env[o] if isinstance(o, fx.Node) else o
-            if spec.output_conj[i]:
-                value = torch.conj_physical(value)
+            value = _unconjugated(o, env) if spec.output_conj[i] else env[o] if isinstance(o, fx.Node) else o
             value = self._pack_output(value, spec.output_dtypes[i])
             if isinstance(value, Tensor) and _is_placeholder(view_root(o)):
                 # a fresh result that the graph returns as an input (or its view): Inductor
@@ -149,9 +147,7 @@ class _Retracer:
                 value = value.clone()
             results.append(value)
         for base in spec.hidden_bases:
-            value = env[base]
-            if is_conj(base):
-                value = torch.conj_physical(value)
+            value = _unconjugated(base, env) if is_conj(base) else env[base]
             results.append(self._pack_output(value, complex_dtype_of(base)))
         for index, value in mutations:
             input_spec, target = spec.inputs[index], real_args[index]
@@ -456,3 +452,13 @@ def warn_fallback(op: str, message: str) -> None:
 
 def _is_placeholder(node: Any) -> bool:
     return isinstance(node, fx.Node) and node.op == "placeholder"
+
+
+def _unconjugated(node: fx.Node, env: dict[fx.Node, Any]) -> Any:
+    """The values under a conjugated output ``node`` (the kernel writes those; the run time sets
+    the conj bit). Where ``node`` is ``_conj(y)`` they are ``y``'s, already computed: the forward
+    saves ``_conj`` of each GEMM operand for the backward, and conjugating its lowering back
+    traced two negations and a kernel that copied the operand (the FNO step's corners)."""
+    if node.target is torch.ops.aten._conj.default and isinstance(node.args[0], fx.Node):
+        return env[node.args[0]]
+    return torch.conj_physical(env[node])
