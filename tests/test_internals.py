@@ -94,6 +94,12 @@ def _custom_extern_codegen():
     return custom_extern_kernel_codegen
 
 
+def _dtype_propagation():
+    from torch._inductor import dtype_propagation
+
+    return dtype_propagation
+
+
 # (adjustment, its context manager, how to remove the internal it patches)
 MISSING = [
     (
@@ -101,6 +107,11 @@ MISSING = [
         _inductor_patches._direct_extern_calls,
         # (Inductor's modules imported first: its wrapper imports the registry's table)
         lambda mp: _cpp() and _lowering() and mp.delattr(_custom_extern_codegen(), "CUSTOM_EXTERN_KERNEL_CODEGEN"),
+    ),
+    (
+        "Dtype rules built once",
+        _inductor_patches._dtype_rules_built_once,
+        lambda mp: mp.delattr(_dtype_propagation().DtypePropagationOpsHandler, "__init__"),
     ),
     (
         "Reshaped extern inputs realized in their own shape",
@@ -271,6 +282,28 @@ def test_extern_calls_skip_the_dispatcher():
     assert "= torchcx_extern_kernel('aten::cumsum.default', " in code
     assert "torch.ops.torchcx.extern.default(" not in code
     assert _inductor_patches._EXTERN_OP not in _custom_extern_codegen().CUSTOM_EXTERN_KERNEL_CODEGEN
+
+
+def test_dtype_rules_built_once(monkeypatch):
+    # Note [Dtype rules built once]: Inductor constructs its dtype handler for every op it
+    # emits; while torchcx compiles, the rules are installed once (again only if the registry
+    # grew), where each construction installed them all again.
+    handler = _dtype_propagation().DtypePropagationOpsHandler
+    init, full = handler.__init__, []
+
+    def counted(self):
+        full.append(self)
+        init(self)
+
+    monkeypatch.setattr(handler, "__init__", counted)
+    x = torch.randn(4, 8, dtype=torch.complex64)
+    out, _ = compiled(torch.sin, x)
+    torch.testing.assert_close(out, torch.sin(x))
+    with_adjustment = len(full)
+    monkeypatch.setattr(_inductor_patches, "_dtype_rules_built_once", contextlib.nullcontext)
+    full.clear()
+    compiled(torch.sin, x)
+    assert with_adjustment <= 1 < 10 < len(full)
 
 
 def test_reshaped_extern_inputs_realized_in_their_own_shape(monkeypatch):
