@@ -10,7 +10,9 @@ laid out for MKL]: ATen copies three of them with a transpose before its MKL cal
 copied" with the GEMM's reshaped operands copied over the reshape's shape (Note [Reshaped
 extern inputs realized in their own shape], src/torchcx/_inductor_patches.py); "conjugates
 copied" with the saved ``_conj`` of each GEMM operand written again by a kernel of its own
-(``_unconjugated`` in src/torchcx/_boundary/retrace.py). All in
+(``_unconjugated`` in src/torchcx/_boundary/retrace.py); "cat inputs gathered" with the
+backward's GEMM operands gathered into their cat through the reshape (Note [Reshaped cat
+inputs realized in their own shape]). All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -42,6 +44,7 @@ MODES = {
     "ATen's copies": ((torchcx.ops.fft, "_mkl_copies", lambda x, dims: False),),
     "reshapes copied": ((patches, "_reshaped_extern_inputs_realized", contextlib.nullcontext),),
     "conjugates copied": ((retrace, "_unconjugated", lambda node, env: torch.conj_physical(env[node])),),
+    "cat inputs gathered": ((patches, "_reshaped_cat_inputs_realized", contextlib.nullcontext),),
 }
 
 

@@ -109,6 +109,11 @@ MISSING = [
         lambda mp: _cpp() and _lowering() and mp.delattr(_custom_extern_codegen(), "CUSTOM_EXTERN_KERNEL_CODEGEN"),
     ),
     (
+        "Reshaped cat inputs realized in their own shape",
+        _inductor_patches._reshaped_cat_inputs_realized,
+        lambda mp: mp.delattr(_ir().ConcatKernel, "realize_into"),
+    ),
+    (
         "Dtype rules built once",
         _inductor_patches._dtype_rules_built_once,
         lambda mp: mp.delattr(_dtype_propagation().DtypePropagationOpsHandler, "__init__"),
@@ -282,6 +287,37 @@ def test_extern_calls_skip_the_dispatcher():
     assert "= torchcx_extern_kernel('aten::cumsum.default', " in code
     assert "torch.ops.torchcx.extern.default(" not in code
     assert _inductor_patches._EXTERN_OP not in _custom_extern_codegen().CUSTOM_EXTERN_KERNEL_CODEGEN
+
+
+def test_reshaped_cat_inputs_realized_in_their_own_shape(monkeypatch):
+    # Note [Reshaped cat inputs realized in their own shape]: in an FNO layer's backward, the
+    # weight gradient's real GEMM stacks each corner of the output gradient's spectrum into
+    # its operand (a cat) through a reshape merging the two mode dims; the corner is computed
+    # first, row-major, in its own (tiled) loops, where without the adjustment the cat
+    # gathered it with each merged mode index split by division.
+    from torchcx.bench.workloads.fno import SpectralConv2d
+
+    torch.manual_seed(0)
+    layer = SpectralConv2d(16, 16, 8, 8)
+    x = torch.randn(2, 16, 32, 32)
+
+    def step(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(layer(x).pow(2).sum(), (layer.weights1, layer.weights2))
+
+    with torchcx.config.patch(fft_path="vendor"):
+        grads, code = compiled(step, x)
+        monkeypatch.setattr(_inductor_patches, "_reshaped_cat_inputs_realized", contextlib.nullcontext)
+        grads_without, code_without = compiled(step, x)
+    for grad, without, expected in zip(grads, grads_without, step(x)):
+        # FFTs and sums of products: float32 rounding relative to the largest term
+        torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-5 * expected.abs().max().item())
+        torch.testing.assert_close(grad, without, rtol=0, atol=0)  # the same values, moved differently
+
+    def backward(code: str) -> str:
+        return next(part for part in code.split("# AOT ID:") if "_backward']" in part.split("\n", 1)[0])
+
+    assert "div_floor_integer" not in backward(code)
+    assert "div_floor_integer" in backward(code_without)
 
 
 def test_dtype_rules_built_once(monkeypatch):

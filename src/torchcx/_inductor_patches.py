@@ -231,6 +231,22 @@ strides asked for are the reshape's contiguous ones, which the reinterpretation 
 (other strides would need a second copy). The same bytes are written once; the loops
 differ. The suite's FNO step: 1.03-1.04x.
 
+Note [Reshaped cat inputs realized in their own shape]
+-----------------------------------------------------
+The same gather as Note [Reshaped extern inputs realized in their own shape], where the
+operand is built by a ``cat``: the planar real GEMM of a complex one stacks the parts of
+its operands (``[re, im]``). In the FNO's backward, the weight gradient's operand is each
+corner of the output gradient's spectrum, a row-major copy (a ``clone``) of the FFT's
+columns-outer result, reshaped to merge its two mode dims; ``ConcatKernel.realize_into``
+copies it into the cat's slice through that reshape, each merged index split by division
+and modulo (a scalar gather, 65536 elements per corner and part). While torchcx compiles,
+where such a copy would index by division or modulo (``extract_read_writes`` of the
+input's loader says so), and the input reads an unrealized pointwise value through views
+one of which merges dims, that value is realized first in a row-major layout (frozen: left
+flexible, Inductor orders it as it reads, and the transposition moves into the cat's
+copy); its own loops tile the transposition, and the cat's copy reads it linearly (a tiled
+16x16 transpose). Only the FNO step of the suite has such an input; 1.03-1.05x per round.
+
 Note [Dtype rules built once]
 ----------------------------
 Inductor's code generation asks ``DtypePropagationOpsHandler()`` for the type of every op
@@ -430,6 +446,11 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "added for the print HOP (torch/_inductor/codegen/custom_extern_kernel_codegen.py)",
         "checked",
     ),
+    "Reshaped cat inputs realized in their own shape": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cat input view reshape permute gather "
+        "div mod, ConcatKernel realize_into slow copy); related: pytorch/pytorch#115217 (copy kernels of cat inputs)",
+        "checked",
+    ),
     "Dtype rules built once": (
         "pytorch/pytorch#192820 (skips the rebuild when op_dtype_propagation_rules is unchanged; after 2.13), "
         "after pytorch/pytorch#141882 made the handler a singleton whose __init__ still runs on each construction",
@@ -555,6 +576,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_empty_tails_not_generated())
         stack.enter_context(_direct_extern_calls())
         stack.enter_context(_reshaped_extern_inputs_realized())
+        stack.enter_context(_reshaped_cat_inputs_realized())
         stack.enter_context(_dtype_rules_built_once())
         if config.free_large_intermediates:
             stack.enter_context(_large_intermediates_freed())
@@ -1112,6 +1134,75 @@ def _dtype_rules_built_once() -> Iterator[None]:
         yield
     finally:
         handler.__init__ = original
+
+
+@contextlib.contextmanager
+def _reshaped_cat_inputs_realized() -> Iterator[None]:
+    """Note [Reshaped cat inputs realized in their own shape] (no upstream issue found:
+    ``ADJUSTMENTS``)."""
+    adjustment = "Reshaped cat inputs realized in their own shape"
+    try:
+        from torch._inductor import dependencies, ir
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.ir or torch._inductor.dependencies does not import")
+        yield
+        return
+    kernel = getattr(ir, "ConcatKernel", None)
+    method = vars(kernel).get("realize_into") if kernel is not None else None
+    names = ("TensorBox", "BaseView", "View", "ReinterpretView", "StorageBox", "Pointwise")
+    if (
+        not isinstance(method, classmethod)
+        or not all(hasattr(ir, name) for name in names)
+        or not hasattr(dependencies, "extract_read_writes")
+    ):
+        cannot_apply(adjustment, "ir.ConcatKernel.realize_into, the IR classes it reads or extract_read_writes changed")
+        yield
+        return
+    original = method.__func__
+
+    def realize_into(cls: Any, src: Any, dst: Any) -> Any:
+        base = _pointwise_under_merging_reshape(ir, src)
+        if base is not None and _gathers(dependencies, src):
+            # in its own, row-major shape (left flexible, Inductor orders it as its reads):
+            # the reshape then reads it through a linear index
+            base.realize()
+            base.data.freeze_layout()
+        return original(cls, src, dst)
+
+    kernel.realize_into = classmethod(for_this_thread(realize_into, original))
+    try:
+        yield
+    finally:
+        kernel.realize_into = method
+
+
+def _pointwise_under_merging_reshape(ir: Any, x: Any) -> Any:
+    """The unrealized pointwise value (its ``StorageBox``) that ``x`` reads through views of
+    which one is a reshape merging dims, or None (Note [Reshaped cat inputs realized in their
+    own shape])."""
+    node = x.data if isinstance(x, ir.TensorBox) else x
+    merges = False
+    while isinstance(node, ir.BaseView) and not isinstance(node, ir.ReinterpretView):
+        if type(node) is ir.View:
+            kept = [s for s in node.get_size() if s != 1]
+            merges = merges or len(kept) < len([s for s in node.data.get_size() if s != 1])
+        node = node.data
+    if merges and isinstance(node, ir.StorageBox) and type(node.data) is ir.Pointwise:
+        return node
+    return None
+
+
+def _gathers(dependencies: Any, x: Any) -> bool:
+    """Whether copying ``x`` elementwise would index what it reads by division or modulo."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    reads = dependencies.extract_read_writes(x.make_loader(), x.get_size()).reads
+    return any(
+        isinstance(dep.index, sympy.Expr) and dep.index.has(FloorDiv, ModularIndexing)
+        for dep in reads
+        if hasattr(dep, "index")
+    )
 
 
 def _reshape_of_pointwise(ir: Any, x: Any, order: Any, exact_strides: Any) -> bool:
