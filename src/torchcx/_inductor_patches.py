@@ -240,9 +240,11 @@ corner of the output gradient's spectrum, a row-major copy (a ``clone``) of the 
 columns-outer result, reshaped to merge its two mode dims; ``ConcatKernel.realize_into``
 copies it into the cat's slice through that reshape, each merged index split by division
 and modulo (a scalar gather, 65536 elements per corner and part). While torchcx compiles,
-where such a copy would index by division or modulo (``extract_read_writes`` of the
-input's loader says so), and the input reads an unrealized pointwise value through views
-one of which merges dims, that value is realized first in a row-major layout (frozen: left
+where such a copy would be a gather (``extract_read_writes`` of the input's loader: an
+index divided or taken modulo, and along the copy's innermost dim a read that is not
+contiguous or is itself divided; division in an outer dim alone, a reshaped broadcast,
+vectorizes and is left alone), and the input reads an unrealized pointwise value through
+views one of which merges dims, that value is realized first in a row-major layout (frozen: left
 flexible, Inductor orders it as it reads, and the transposition moves into the cat's
 copy); its own loops tile the transposition, and the cat's copy reads it linearly (a tiled
 16x16 transpose). Only the FNO step of the suite has such an input; 1.03-1.05x per round.
@@ -372,6 +374,7 @@ import functools
 import hashlib
 import os
 import sys
+import unittest.mock
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1162,7 +1165,7 @@ def _reshaped_cat_inputs_realized() -> Iterator[None]:
 
     def realize_into(cls: Any, src: Any, dst: Any) -> Any:
         base = _pointwise_under_merging_reshape(ir, src)
-        if base is not None and _gathers(dependencies, src):
+        if base is not None and _gathers(dependencies, ir, src):
             # in its own, row-major shape (left flexible, Inductor orders it as its reads):
             # the reshape then reads it through a linear index
             base.realize()
@@ -1192,17 +1195,30 @@ def _pointwise_under_merging_reshape(ir: Any, x: Any) -> Any:
     return None
 
 
-def _gathers(dependencies: Any, x: Any) -> bool:
-    """Whether copying ``x`` elementwise would index what it reads by division or modulo."""
+def _gathers(dependencies: Any, ir: Any, x: Any) -> bool:
+    """Whether copying ``x`` elementwise would be a gather: what it reads is indexed by division
+    or modulo, and along the copy's innermost dim some read is not contiguous (or is itself
+    divided), so Inductor can neither vectorize the copy nor tile it. Division in an outer
+    dim alone (a broadcast reshaped) costs little and is left as it is."""
     import sympy
     from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-    reads = dependencies.extract_read_writes(x.make_loader(), x.get_size()).reads
-    return any(
-        isinstance(dep.index, sympy.Expr) and dep.index.has(FloorDiv, ModularIndexing)
-        for dep in reads
-        if hasattr(dep, "index")
-    )
+    # (tracing the loader indexes buffers whose layout is not decided yet, as Inductor's own
+    # read analysis does)
+    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
+        reads = dependencies.extract_read_writes(x.make_loader(), x.get_size()).reads
+    indexed = [dep for dep in reads if isinstance(getattr(dep, "index", None), sympy.Expr)]
+    if not any(dep.index.has(FloorDiv, ModularIndexing) for dep in indexed):
+        return False
+    for dep in indexed:
+        names = getattr(dep, "var_names", ())
+        if not names:
+            continue
+        inner, index = names[-1], dep.index
+        divided = (t for t in sympy.preorder_traversal(index) if isinstance(t, (FloorDiv, ModularIndexing)))
+        if any(t.has(inner) for t in divided) or index.subs(inner, 1) - index.subs(inner, 0) not in (0, 1):
+            return True
+    return False
 
 
 def _reshape_of_pointwise(ir: Any, x: Any, order: Any, exact_strides: Any) -> bool:
