@@ -18,8 +18,10 @@ producers]); one skips Inductor's ISA probe
 where it already succeeded for the same files (Note [The ISA probe remembered]); one
 lets graphs with nan constants compile (Note [Nan constants in index
 propagation]); one calls extern kernels without the dispatcher (Note [Extern
-calls without the dispatcher]); the last computes a reshaped extern operand in its own shape
-first (Note [Reshaped extern inputs realized in their own shape]).
+calls without the dispatcher]); two compute a reshaped extern or cat operand in its own shape
+first (Notes [Reshaped extern inputs realized in their own shape] and [Reshaped cat inputs
+realized in their own shape]); the last installs Inductor's dtype rules once per compile
+instead of once per emitted op (Note [Dtype rules built once]).
 
 Note [Vectorized bitcasts]
 --------------------------
@@ -375,7 +377,7 @@ import hashlib
 import os
 import sys
 import unittest.mock
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1087,25 +1089,20 @@ def _reshaped_extern_inputs_realized() -> Iterator[None]:
         cannot_apply(adjustment, "torch._inductor.ir does not import")
         yield
         return
-    kernel = getattr(ir, "ExternKernel", None)
-    method = vars(kernel).get("require_strides") if kernel is not None else None
     names = ("TensorBox", "View", "StorageBox", "Pointwise", "FlexibleLayout", "significant_strides_equal")
-    if not isinstance(method, classmethod) or not all(hasattr(ir, name) for name in names):
+    if _own_classmethod(getattr(ir, "ExternKernel", None), "require_strides") is None or not all(
+        hasattr(ir, name) for name in names
+    ):
         cannot_apply(adjustment, "ir.ExternKernel.require_strides, or the IR classes it reads, changed")
         yield
         return
-    original = method.__func__
 
-    def require_strides(cls: Any, x: Any, order: Any = None, exact_strides: Any = None, **kwargs: Any) -> Any:
+    def before(x: Any, order: Any = None, exact_strides: Any = None, **kwargs: Any) -> None:
         if _reshape_of_pointwise(ir, x, order, exact_strides):
-            x.data.data.realize()  # (then ``original`` passes a reinterpretation of it)
-        return original(cls, x, order, exact_strides, **kwargs)
+            x.data.data.realize()  # (then Inductor's method passes a reinterpretation of it)
 
-    kernel.require_strides = classmethod(for_this_thread(require_strides, original))
-    try:
+    with _classmethod_preceded(ir.ExternKernel, "require_strides", before):
         yield
-    finally:
-        kernel.require_strides = method
 
 
 @contextlib.contextmanager
@@ -1150,33 +1147,51 @@ def _reshaped_cat_inputs_realized() -> Iterator[None]:
         cannot_apply(adjustment, "torch._inductor.ir or torch._inductor.dependencies does not import")
         yield
         return
-    kernel = getattr(ir, "ConcatKernel", None)
-    method = vars(kernel).get("realize_into") if kernel is not None else None
     names = ("TensorBox", "BaseView", "View", "ReinterpretView", "StorageBox", "Pointwise")
     if (
-        not isinstance(method, classmethod)
+        _own_classmethod(getattr(ir, "ConcatKernel", None), "realize_into") is None
         or not all(hasattr(ir, name) for name in names)
         or not hasattr(dependencies, "extract_read_writes")
     ):
         cannot_apply(adjustment, "ir.ConcatKernel.realize_into, the IR classes it reads or extract_read_writes changed")
         yield
         return
-    original = method.__func__
 
-    def realize_into(cls: Any, src: Any, dst: Any) -> Any:
+    def before(src: Any, dst: Any) -> None:
         base = _pointwise_under_merging_reshape(ir, src)
         if base is not None and _gathers(dependencies, ir, src):
             # in its own, row-major shape (left flexible, Inductor orders it as its reads):
             # the reshape then reads it through a linear index
             base.realize()
             base.data.freeze_layout()
-        return original(cls, src, dst)
 
-    kernel.realize_into = classmethod(for_this_thread(realize_into, original))
+    with _classmethod_preceded(ir.ConcatKernel, "realize_into", before):
+        yield
+
+
+def _own_classmethod(owner: Any, name: str) -> classmethod | None:
+    """``owner``'s own classmethod ``name`` (in its ``__dict__``, not inherited), or None."""
+    method = vars(owner).get(name) if owner is not None else None
+    return method if isinstance(method, classmethod) else None
+
+
+@contextlib.contextmanager
+def _classmethod_preceded(owner: Any, name: str, before: Callable[..., None]) -> Iterator[None]:
+    """``owner``'s own classmethod ``name`` calling ``before`` with its arguments first (the
+    realizations of the reshaped-inputs adjustments), in the patch window's thread only."""
+    method = _own_classmethod(owner, name)
+    assert method is not None
+    original = method.__func__
+
+    def preceded(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        before(*args, **kwargs)
+        return original(cls, *args, **kwargs)
+
+    setattr(owner, name, classmethod(for_this_thread(preceded, original)))
     try:
         yield
     finally:
-        kernel.realize_into = method
+        setattr(owner, name, method)
 
 
 def _pointwise_under_merging_reshape(ir: Any, x: Any) -> Any:

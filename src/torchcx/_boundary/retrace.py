@@ -139,7 +139,10 @@ class _Retracer:
         for i, o in enumerate(spec.outputs):
             if spec.output_slot[i] is None:
                 continue
-            value = _unconjugated(o, env) if spec.output_conj[i] else env[o] if isinstance(o, fx.Node) else o
+            if spec.output_conj[i]:
+                value = _unconjugated(o, env)
+            else:
+                value = env[o] if isinstance(o, fx.Node) else o
             value = self._pack_output(value, spec.output_dtypes[i])
             if isinstance(value, Tensor) and _is_placeholder(view_root(o)):
                 # a fresh result that the graph returns as an input (or its view): Inductor
