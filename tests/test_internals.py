@@ -19,7 +19,7 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 import torchcx
-from torchcx import _inductor_patches, _interleaved, _kernel_batches, _patching, _words
+from torchcx import _inductor_patches, _interleaved, _kernel_batches, _patching, _streaming_stores, _words
 
 INTERNALS_MD = Path(__file__).resolve().parents[1] / "docs" / "internals.md"
 
@@ -173,6 +173,11 @@ MISSING = [
         "Kernels built together",
         _kernel_batches.kernels_built_together,
         lambda mp: mp.delattr(_async_compile().AsyncCompile, "cpp_pybinding"),
+    ),
+    (
+        "Streaming stores",
+        _streaming_stores.streaming_stores,
+        lambda mp: mp.delattr(_cpp().KernelGroup, "codegen_group"),
     ),
     (
         "Large intermediates freed between kernels",

@@ -387,6 +387,8 @@ from . import config
 from ._interleaved import interleaved_access
 from ._kernel_batches import kernels_built_together
 from ._patching import cannot_apply, for_this_thread, patch_window
+from ._streaming_stores import cache_tag as streaming_cache_tag
+from ._streaming_stores import streaming_stores
 from ._words import joining_words, words_as_pairs
 
 _FOUR_BYTE = (torch.float32, torch.int32)
@@ -517,6 +519,11 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "(its commented-out vectorized exp in vec512_complex_float.h)",
         "checked",
     ),
+    "Streaming stores": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpp non-temporal store, streaming "
+        "store _mm512_stream, memory bound kernel write allocate / read for ownership)",
+        "checked",
+    ),
     "quiet_complex_warning": (
         "no upstream issue for the warning from the joint-graph passes; the warning itself is discussed "
         "in pytorch/torchtitan#15",
@@ -587,6 +594,8 @@ def inductor_patches() -> Iterator[None]:
             stack.enter_context(_large_intermediates_freed())
         if config.batch_kernels:
             stack.enter_context(kernels_built_together())
+            if config.streaming_stores:
+                stack.enter_context(streaming_stores())
         if config.interleaved_access and _written_for_this_torch():
             stack.enter_context(interleaved_access())
             stack.enter_context(words_as_pairs())
@@ -650,7 +659,7 @@ def _cache_tag() -> str:
     return (
         f"torchcx:{source_hash()}:vectorized_bitcast={config.vectorized_bitcast}"
         f":interleaved={config.interleaved_access}:lanes={config.lane_order}:shared={_SHARE_SUBEXPRESSIONS}"
-        f":free_large={config.free_large_intermediates}"
+        f":free_large={config.free_large_intermediates}:{streaming_cache_tag()}"
     )
 
 

@@ -128,6 +128,8 @@ from pathlib import Path
 from typing import Any
 
 from ._patching import cannot_apply, for_this_thread
+from ._streaming_stores import HELPERS as STREAMING_HELPERS
+from ._streaming_stores import streamed
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +172,7 @@ def library_source(kernels: Sequence[tuple[Sequence[str], str]]) -> str:
         body = _ENTRY.sub("void kernel(", "\n".join(lines), count=1)
         if sines_and_cosines():
             body = sine_and_cosine_once(body)
+        body = streamed(body)
         bodies.append(f"namespace torchcx_kernel_{i} {{\n{body}\n}}  // namespace torchcx_kernel_{i}\n")
     bindings = [_binding(i, argtypes) for i, (argtypes, _) in enumerate(kernels)]
     methods = "".join(f'    {{"kernel_{i}", kernel_{i}_py, METH_VARARGS, ""}},\n' for i in range(len(kernels)))
@@ -178,6 +181,7 @@ def library_source(kernels: Sequence[tuple[Sequence[str], str]]) -> str:
             *includes,
             transposes_64(),
             sines_and_cosines(),
+            STREAMING_HELPERS,
             *bodies,
             _BINDING_PREFIX,
             *bindings,
