@@ -1,8 +1,10 @@
 """Adjustments to Inductor 2.13, applied only while torchcx compiles a graph.
 
 (The stride-2 pairs and the complex64 words have their own modules: Note [Interleaved
-access] in _interleaved.py, Note [Words as pairs] in _words.py; so has the one that builds a
-graph's kernels as a few libraries, Note [Kernels built together] in _kernel_batches.py.)
+access] in _interleaved.py, Note [Words as pairs] in _words.py; so have the one that builds a
+graph's kernels as a few libraries, Note [Kernels built together] in _kernel_batches.py, and
+the one that writes large outputs with streaming stores in those libraries, Note [Streaming
+stores] in _streaming_stores.py.)
 
 Two concern the bitcasts that unpack complex64 words into float32 parts
 (Note [Interleaved layouts]); one keeps Inductor's code generation linear in the

@@ -64,7 +64,8 @@ _MIN_STREAMED_BYTES = 1 << 20
 _MAX_STREAMED_BYTES = 32 << 20
 #: Nor one of elements narrower than this: a kernel that writes bfloat16 or float16 parts
 #: converts each to float32 and back, twice the arithmetic per byte of a float32 kernel,
-#: and was not bound by memory here (rope-bf16 at 2^21-2^23: 0.86-0.93x streamed).
+#: and was not bound by memory here (rope-bf16 at 2^21-2^23: 0.86-0.93x streamed; at
+#: T=2048, against an A/A pair of plain kernels reading 1.03x, 0.62x).
 _MIN_STREAMED_ITEMSIZE = 4
 
 _MARKER = "// torchcx streaming stores:"
@@ -73,6 +74,10 @@ _THREAD_START = "int tid = omp_get_thread_num();"
 
 #: The helpers the rewritten stores call; after the prefix, before the kernels.
 HELPERS = r"""
+#include <cstring>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
 namespace torchcx_stream {
 // Note [Streaming stores]: a whole vector to an address aligned to its width is streamed.
 template <typename V, typename P, typename... Count>
