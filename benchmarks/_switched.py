@@ -70,6 +70,21 @@ def problems(workloads: str, sizes: str, sweep_workloads: str) -> dict[str, Any]
     return built
 
 
+def eager_and_switched(
+    problems: dict[str, Any], modes: dict[str, Sequence[Switch]]
+) -> dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]]:
+    """(problem name, mode) -> (function, args) for each problem: its program eager, and compiled
+    once per mode with that mode's switches (``compiled_with``), all on one set of arguments."""
+    out: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+    for name, problem in problems.items():
+        args = problem.make_args()
+        out[(name, "eager")] = (problem.program, args)
+        for mode, switches in modes.items():
+            tag = f"{name}_{mode}".replace("-", "_").replace(" ", "_").replace("^", "")
+            out[(name, mode)] = (compiled_with(problem.program, args, tag, switches), args)
+    return out
+
+
 def compiled_with(program: Callable[..., Any], args: tuple[Any, ...], tag: str, switches: Sequence[Switch]) -> Any:
     """``program`` compiled by torchcx now (first call included), with ``switches`` set while it compiles."""
     namespace: dict[str, Any] = {}

@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-from collections.abc import Callable
-from typing import Any
 
-from _switched import compiled_with, parse_options, time_interleaved
+from _switched import eager_and_switched, parse_options, time_interleaved
 from _switched import problems as suite_problems
 
 import torchcx._inductor_patches as patches
@@ -43,14 +41,8 @@ def main() -> None:
     parser.add_argument("--sweep-workloads", default="elementwise")
     options = parse_options(parser)
     problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
-    modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
-    for name, problem in problems.items():
-        args = problem.make_args()
-        modes[(name, "eager")] = (problem.program, args)
-        for mode, off in MODES.items():
-            tag = f"{name}_{mode}".replace("-", "_").replace(" ", "_").replace("^", "")
-            switches = [(patches, adjustment, contextlib.nullcontext) for adjustment in off]
-            modes[(name, mode)] = (compiled_with(problem.program, args, tag, switches), args)
+    switched = {mode: [(patches, name, contextlib.nullcontext) for name in off] for mode, off in MODES.items()}
+    modes = eager_and_switched(problems, switched)
     samples, faults = time_interleaved(modes, options.rounds)
     names = ("eager", *MODES)
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms; page faults per call")

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Callable
-from typing import Any
 
-from _switched import compiled_with, parse_options, time_interleaved
+from _switched import eager_and_switched, parse_options, time_interleaved
 from _switched import problems as suite_problems
 
 import torchcx
@@ -39,13 +37,7 @@ def main() -> None:
     parser.add_argument("--sweep-workloads", default="rope-fp32,inplace-view,crelu")
     options = parse_options(parser)
     problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
-    modes: dict[tuple[str, str], tuple[Callable[..., Any], tuple[Any, ...]]] = {}
-    for name, problem in problems.items():
-        args = problem.make_args()
-        modes[(name, "eager")] = (problem.program, args)
-        for mode, switches in MODES.items():
-            tag = f"{name}_{mode}".replace("-", "_").replace(" ", "_").replace("^", "")
-            modes[(name, mode)] = (compiled_with(problem.program, args, tag, switches), args)
+    modes = eager_and_switched(problems, MODES)
     samples, _ = time_interleaved(modes, options.rounds)
     names = ("eager", *MODES)
     print(f"last-level cache {last_level_cache_bytes() >> 20} MiB; {options.threads} thread(s), median (fastest) of")
