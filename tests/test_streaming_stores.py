@@ -62,6 +62,9 @@ def test_only_the_marked_outputs_that_are_only_stored_are_streamed():
     assert _streaming_stores.streamed(KERNEL) == KERNEL
     only_read = "// torchcx streaming stores: out_ptr2\n" + KERNEL
     assert _streaming_stores.streamed(only_read) == KERNEL
+    # a parallel region that does not start as Inductor's do: no thread of it could fence
+    unknown_region = marked.replace("int tid = omp_get_thread_num();", "")
+    assert _streaming_stores.streamed(unknown_region) == KERNEL.replace("int tid = omp_get_thread_num();", "")
 
 
 def program(x, y):

@@ -217,6 +217,8 @@ def streamed(body: str) -> str:
     if marked is None:
         return body
     body = body[: marked.start()] + body[marked.end() :]
+    if body.count("#pragma omp parallel") != body.count(_THREAD_START):
+        return body  # a parallel region whose threads we could not make fence: Inductor's stores
     pointers = [p for p in marked.group(1).split() if _only_stored(body, p)]
     if not pointers:
         return body
