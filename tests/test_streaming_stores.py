@@ -86,10 +86,10 @@ def library_sources(monkeypatch):
     return sources
 
 
-def _compiled(fn, *args):
+def _compiled(fn, *args, dynamic=None):
     torch._dynamo.reset()
     with torch._inductor.config.patch(force_disable_caches=True):
-        return torchcx.compile(fn)(*args)
+        return torchcx.compile(fn, dynamic=dynamic)(*args)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -115,6 +115,16 @@ def test_a_kernel_larger_than_the_cache_streams_its_outputs(threads, library_sou
     for a, b, e in zip(streamed, plain, program(x, y)):
         assert torch.equal(a, b)  # the same bits: only how they reach memory differs
         torch.testing.assert_close(a, e)
+
+
+def test_a_kernel_of_sizes_known_only_at_run_time_keeps_its_stores(library_sources, monkeypatch):
+    # compiled for one size, it may run at another that fits in the cache
+    monkeypatch.setattr(_streaming_stores, "last_level_cache_bytes", lambda: 16 << 10)
+    monkeypatch.setattr(_streaming_stores, "_MIN_STREAMED_BYTES", 1 << 10)
+    x, y = (torch.randn(4, 1000, dtype=torch.complex64) for _ in range(2))
+    for a, e in zip(_compiled(program, x, y, dynamic=True), program(x, y)):
+        torch.testing.assert_close(a, e)
+    assert library_sources and not any("torchcx_stream::store(" in s for s in library_sources)
 
 
 def test_a_kernel_that_fits_in_the_cache_keeps_its_stores(library_sources):

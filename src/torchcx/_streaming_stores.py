@@ -21,7 +21,8 @@ at N = 4, 1.48x at 8, 1.44x at 16.
 
 So, while torchcx compiles: a C++ kernel whose buffers (read and written) add up to at
 least the last-level cache (``last_level_cache_bytes``) writes with streaming stores each
-output that it does not also read, of 1 MiB up to 32 MiB (``_MAX_STREAMED_BYTES``: a
+output that it does not also read (every size known when it is compiled: a dynamic-shape kernel
+may run at sizes that fit in the cache), of 1 MiB up to 32 MiB (``_MAX_STREAMED_BYTES``: a
 larger one is mapped afresh by the allocator on each call, its pages zeroed through the
 cache as they are first written) and of 32- or 64-bit elements (``_MIN_STREAMED_ITEMSIZE``:
 the kernels that write bfloat16 or float16 parts do twice the arithmetic per byte and
@@ -180,9 +181,12 @@ def streaming_stores() -> Iterator[None]:
         yield
         return
 
-    def nbytes(name: str) -> int:
+    def nbytes(name: str) -> int | None:
+        """The buffer's size in bytes; None where it is not known until run time."""
         try:
-            numel = V.graph.sizevars.optimization_hint(V.graph.get_numel(name), fallback=0)
+            numel = V.graph.get_numel(name)
+            if not getattr(numel, "is_number", isinstance(numel, int)):
+                return None
             return int(numel) * V.graph.get_dtype(name).itemsize
         except (KeyError, AttributeError, TypeError):
             return 0  # (a buffer Inductor no longer knows by name: not counted, not streamed)
@@ -190,8 +194,10 @@ def streaming_stores() -> Iterator[None]:
     def codegen_group(self: Any, name: Any = None) -> str:
         code = original(self, name)
         args = self.args
-        names = [*args.input_buffers, *args.output_buffers, *args.inplace_buffers]
-        if not code or sum(nbytes(n) for n in names) < cache:
+        sizes = [nbytes(n) for n in (*args.input_buffers, *args.output_buffers, *args.inplace_buffers)]
+        # A kernel with a size known only at run time keeps its stores: compiled for one size,
+        # it may run at another that fits in the cache, where streaming loses.
+        if not code or None in sizes or sum(sizes) < cache:
             return code
         streamed = [
             pointer
