@@ -194,16 +194,16 @@ def streaming_stores() -> Iterator[None]:
     def codegen_group(self: Any, name: Any = None) -> str:
         code = original(self, name)
         args = self.args
-        sizes = [nbytes(n) for n in (*args.input_buffers, *args.output_buffers, *args.inplace_buffers)]
+        sizes = {n: nbytes(n) for n in (*args.input_buffers, *args.output_buffers, *args.inplace_buffers)}
         # A kernel with a size known only at run time keeps its stores: compiled for one size,
         # it may run at another that fits in the cache, where streaming loses.
-        if not code or None in sizes or sum(sizes) < cache:
+        if not code or None in sizes.values() or sum(sizes.values()) < cache:
             return code
         streamed = [
             pointer
             for buffer, pointer in args.output_buffers.items()
             if isinstance(pointer, str)
-            and _MIN_STREAMED_BYTES <= nbytes(buffer) < _MAX_STREAMED_BYTES
+            and _MIN_STREAMED_BYTES <= sizes[buffer] < _MAX_STREAMED_BYTES
             and V.graph.get_dtype(buffer).itemsize >= _MIN_STREAMED_ITEMSIZE
         ]
         return f"{_MARKER} {' '.join(streamed)}\n{code}" if streamed else code
@@ -255,18 +255,15 @@ def _stores_streamed(body: str, pointer: str) -> str:
     """Each ``value.store(pointer ...)`` statement of ``body`` as ``torchcx_stream::store(value, pointer ...)``."""
     out, done = [], 0
     for match in re.finditer(rf"\.store\({pointer}\b", body):
-        start = match.start()
-        if start < done:
-            continue
+        start, opening = match.start(), match.end() - len(pointer) - 1
         # the stored value: back to the statement's start (after ';', '{', '}' or the line's start)
-        begin = max(body.rfind(c, 0, start) for c in ";{}\n") + 1
-        value = body[begin:start].strip()
-        close = _closing_paren(body, match.end() - len(pointer) - 1)
+        statement = body[max(body.rfind(c, 0, start) for c in ";{}\n") + 1 : start]
+        value = statement.strip()
+        close = _closing_paren(body, opening)
         if not value or close is None or not body.startswith(";", close + 1):
             continue
-        lead = begin + len(body[begin:start]) - len(body[begin:start].lstrip())
-        arguments = body[match.end() - len(pointer) : close]
-        out.append(body[done:lead])
+        arguments = body[opening + 1 : close]
+        out.append(body[done : start - len(statement.lstrip())])
         out.append(f"torchcx_stream::store({value}, {arguments})")
         done = close + 1
     out.append(body[done:])
