@@ -12,7 +12,9 @@ extern inputs realized in their own shape], src/torchcx/_inductor_patches.py); "
 copied" with the saved ``_conj`` of each GEMM operand written again by a kernel of its own
 (``_unconjugated`` in src/torchcx/_boundary/retrace.py); "cat inputs gathered" with the
 backward's GEMM operands gathered into their cat through the reshape (Note [Reshaped cat
-inputs realized in their own shape]). All in
+inputs realized in their own shape]); "moves of halves" without Note [Moves on words]
+(src/torchcx/_graph_passes.py): the pads, transposing copies and scatters between a split of
+complex64 words and a join moving each half. All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -34,6 +36,7 @@ from _switched import compiled_with, parse_options, time_interleaved
 import torchcx
 import torchcx._boundary.retrace as retrace
 import torchcx._inductor_patches as patches
+import torchcx.backend as backend
 from torchcx.bench.modes import JaxInstance, Skipped
 from torchcx.bench.workloads import WORKLOADS
 
@@ -45,6 +48,7 @@ MODES = {
     "reshapes copied": ((patches, "_reshaped_extern_inputs_realized", contextlib.nullcontext),),
     "conjugates copied": ((retrace, "_unconjugated", lambda node, env: torch.conj_physical(env[node])),),
     "cat inputs gathered": ((patches, "_reshaped_cat_inputs_realized", contextlib.nullcontext),),
+    "moves of halves": ((backend, "moves_on_words", lambda gm: 0),),
 }
 
 

@@ -466,6 +466,88 @@ def test_hypot_of_floats_in_double_is_correctly_rounded():
     assert bool((got[re.isinf() | im.isinf()] == math.inf).all())  # C99: hypot(inf, nan) = inf
 
 
+# -- Note [Moves on words] (src/torchcx/_graph_passes.py) ------------------------------------------
+
+
+def _scatter_into_zeros(z: torch.Tensor) -> torch.Tensor:
+    out = z.new_zeros(z.shape[0], z.shape[1] + 3)
+    out[:, 1 : z.shape[1] + 1] = z
+    return out
+
+
+def _pad_read_twice(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    padded = torch.nn.functional.pad(z, (1, 2))
+    return padded, padded.real * 2
+
+
+MOVES = {
+    "pad of a transpose": lambda z: torch.nn.functional.pad(z.t(), (1, 3)),
+    "pad with a complex fill": lambda z: torch.constant_pad_nd(z, (2, 1), complex(-0.0, 1.5)),
+    "pad with -0.0": lambda z: torch.constant_pad_nd(z, (1, 0, 0, 2), -0.0),
+    "cat of a flip": lambda z: torch.cat([z, z.flip(1)], 1),
+    "scatter into zeros": _scatter_into_zeros,
+    "roll": lambda z: torch.roll(z, 3, 1),
+}
+
+
+def _joins(report) -> int:
+    return sum(n.target is torch.ops.aten.bitwise_or.Tensor for g in report.graphs for n in g.real_graph.graph.nodes)
+
+
+def _edge_words(rows: int, cols: int) -> torch.Tensor:
+    """complex64 values whose parts include +-0, +-inf, a nan with a payload and subnormals."""
+    edges = torch.tensor([0.0, -0.0, math.inf, -math.inf, 1e-40, -3.5, 1e30], dtype=torch.float32)
+    parts = torch.randn(rows, cols, 2, generator=torch.Generator().manual_seed(5))
+    parts.view(-1)[: len(edges)] = edges
+    parts.view(-1)[-len(edges) :] = edges.flip(0)
+    parts.view(torch.int32).view(-1)[9] = 0x7FC01234  # a quiet nan with a payload
+    return torch.view_as_complex(parts)
+
+
+@pytest.mark.parametrize("name", list(MOVES))
+def test_moves_on_words(name):
+    # The moves are done on the words (no split and join left in the real graph), and the
+    # result holds eager's bits: signed zeros, nan payloads, subnormals, fill values.
+    from torchcx.explain import _capture
+
+    fn, z = MOVES[name], _edge_words(6, 8)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True), _capture() as report:
+        got = torchcx.compile(fn)(z)
+    expected = fn(z)
+    assert torch.equal(torch.view_as_real(got).view(torch.int32), torch.view_as_real(expected).view(torch.int32))
+    assert _joins(report) == 0, "the moves were done on each half"
+
+
+def test_moves_on_words_into_a_transform():
+    # The FNO's inverse: a transform's result padded for the next one (both vendor FFTs).
+    from torchcx.explain import _capture
+
+    def fn(z: torch.Tensor) -> torch.Tensor:
+        return torch.fft.irfft(torch.nn.functional.pad(torch.fft.ifft(z, dim=-2), (0, 17)), n=64, dim=-1)
+
+    z = torch.randn(2, 16, 64, dtype=torch.complex64, generator=torch.Generator().manual_seed(6)).transpose(-1, -2)
+    torch._dynamo.reset()
+    vendor = torchcx.config.patch(fft_path="vendor")  # (at this size the real path would be taken)
+    with torch._inductor.config.patch(force_disable_caches=True), vendor, _capture() as report:
+        got = torchcx.compile(fn)(z)
+    torch.testing.assert_close(got, fn(z))
+    assert _joins(report) == 0, "the pad was done on each half"
+
+
+def test_moves_read_elsewhere_stay_on_the_halves():
+    # The padded halves are read by the product too: moving the words as well would pad twice.
+    from torchcx.explain import _capture
+
+    z = _edge_words(6, 8)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True), _capture() as report:
+        got = torchcx.compile(_pad_read_twice)(z)
+    for a, e in zip(got, _pad_read_twice(z)):
+        torch.testing.assert_close(a, e, equal_nan=True)
+    assert _joins(report) == 1
+
+
 # -- nested compile regions (Note [Nested compile regions]) ---------------------------------------
 
 

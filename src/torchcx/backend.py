@@ -75,6 +75,7 @@ from ._graph_passes import (
     gradients_in_input_layout,
     imaginary_exponentials,
     logical_masks,
+    moves_on_words,
     native_gradients,
     push_conversions_into_cat,
     restore_addcdiv,
@@ -410,6 +411,7 @@ def _lower_and_compile_now(
     imaginary_exponentials(real.gm)  # Note [Exponentials of imaginary numbers]
     push_conversions_into_cat(real.gm)
     logical_masks(real.gm)
+    moves_on_words(real.gm)  # Note [Moves on words]
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     visible = output_node.meta.get("user_visible_output_idxs")
     if visible is not None:
