@@ -48,10 +48,14 @@ benchmarks/results/, summary in docs/linalg.md):
   fast as the best real scheme, and it reads interleaved graph inputs and
   writes interleaved outputs with no copy (Note [Packed form]). Except
   "block" for small products (b*m*k*n < 2^17: the extern call's fixed cost
-  dominates) and for skinny ones (k <= 16, or one operand 8x smaller than the
-  other) whose operands the graph computes: they are written once either way,
-  and one real GEMM of the block beats cgemm's tiny-m kernels (quantum gates
-  on a state vector: 1.8x).
+  dominates). Skinny products (k <= 16, or one operand 8x smaller than the
+  other) whose operands the graph computes used to take "block" too (a 1.8x
+  gain for the suite's quantum gates on the 2-core Xeon, which now take Note
+  [Small contractions in place] instead); measured again on the AMD EPYC
+  (Zen 4), cgemm won every such shape: 1.19x (a 2x2 gate on 2^17 amplitudes),
+  1.36x (4x4 gate; batched 256 of 16x16), 1.15x, 1.25x, 1.93x (the FNO
+  step's weight gradients, 256 of 32x8 @ 8x32; the step 1.13x), 5.4x (an
+  outer product 1024x8 @ 8x1024).
 * On CPU, eager, float32/float64 parts: "native" when both operands are
   interleaved (a native complex tensor's memory: eager's own kernel, no copy);
   otherwise "4m" for matrix-vector shapes (m or n = 1: the block would copy
@@ -97,7 +101,7 @@ import torch
 from torch import Tensor
 from torch._ops import OpOverload
 
-from .. import _layout, _lowering, config
+from .. import _lowering, config
 from ..tensor import ComplexTensor, component_dtype_of, parts_interleave
 from ._common import CType, ctype_of, opmath, partwise, result_ctype, size_hint
 from ._parts import Parts, rounded, scale, split
@@ -345,11 +349,7 @@ def gemm_strategy(a: Tensor, b: Tensor, dtype: torch.dtype, *, compiled: bool | 
     small, large = sorted((size_hint(a.numel()), size_hint(b.numel())))
     skinny = not vector and (8 * small <= large or k <= 16)  # the block copies little next to 4 products
     if compiled and has_native:
-        if size < _NATIVE_MIN_SIZE:
-            return "block"
-        if skinny and not (_packed(a) and _packed(b)):
-            return "block"  # operands made in the graph: a real GEMM of the block beats cgemm here
-        return "native"
+        return "block" if size < _NATIVE_MIN_SIZE else "native"
     if not compiled and has_native and _interleaved(a) and _interleaved(b):
         return "native"  # eager's own kernel on the operands' memory: no copy at all
     if vector:
@@ -363,11 +363,6 @@ def gemm_strategy(a: Tensor, b: Tensor, dtype: torch.dtype, *, compiled: bool | 
 _NATIVE_MIN_SIZE = 1 << 17
 #: b * m * k * n up to which one GEMM call beats four (launch and dispatch costs).
 _SMALL_SIZE = 1 << 18
-
-
-def _packed(x: Tensor) -> bool:
-    """Whether the extern kernel reads ``x`` without a copy (a graph input or extern result, Note [Packed form])."""
-    return isinstance(x, ComplexTensor) and _layout.remembered(x) is not None
 
 
 def _interleaved(x: Tensor) -> bool:
