@@ -52,10 +52,11 @@ benchmarks/results/, summary in docs/linalg.md):
   other) whose operands the graph computes used to take "block" too (a 1.8x
   gain for the suite's quantum gates on the 2-core Xeon, which now take Note
   [Small contractions in place] instead); measured again on the AMD EPYC
-  (Zen 4), cgemm won every such shape: 1.19x (a 2x2 gate on 2^17 amplitudes),
-  1.36x (4x4 gate; batched 256 of 16x16), 1.15x, 1.25x, 1.93x (the FNO
-  step's weight gradients, 256 of 32x8 @ 8x32; the step 1.13x), 5.4x (an
-  outer product 1024x8 @ 8x1024).
+  (Zen 4, benchmarks/skinny_products.py, block / native): a 2x2 gate on 2^17
+  amplitudes 1.26x, a 4x4 gate 1.32x, a state 2^16x4 @ 4x4 2.38x, the FNO
+  step's weight gradients (256 of 32x8 @ 8x32) 1.80x (the step 1.12x), 64x16
+  @ 16x4096 1.09x, 256 of 16x16 1.31x; an outer product 1024x8 @ 8x1024
+  0.95x (the block 5% faster; an earlier run read 5.4x the other way).
 * On CPU, eager, float32/float64 parts: "native" when both operands are
   interleaved (a native complex tensor's memory: eager's own kernel, no copy);
   otherwise "4m" for matrix-vector shapes (m or n = 1: the block would copy
