@@ -14,7 +14,9 @@ copied" with the saved ``_conj`` of each GEMM operand written again by a kernel 
 backward's GEMM operands gathered into their cat through the reshape (Note [Reshaped cat
 inputs realized in their own shape]); "moves of halves" without Note [Moves on words]
 (src/torchcx/_graph_passes.py): the pads, transposing copies and scatters between a split of
-complex64 words and a join moving each half. All in
+complex64 words and a join moving each half; "scaled before transforms" without Note [Scalar
+factors after transforms] (the backward's loss gradient scaled in a pass of its own before the
+FFT). All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -49,6 +51,7 @@ MODES = {
     "conjugates copied": ((retrace, "_unconjugated", lambda node, env: torch.conj_physical(env[node])),),
     "cat inputs gathered": ((patches, "_reshaped_cat_inputs_realized", contextlib.nullcontext),),
     "moves of halves": ((backend, "moves_on_words", lambda gm: 0),),
+    "scaled before transforms": ((backend, "scalar_factors_after_transforms", lambda gm: 0),),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -546,6 +547,51 @@ def test_moves_read_elsewhere_stay_on_the_halves():
     for a, e in zip(got, _pad_read_twice(z)):
         torch.testing.assert_close(a, e, equal_nan=True)
     assert _joins(report) == 1
+
+
+# -- Note [Scalar factors after transforms] (src/torchcx/_graph_passes.py) -------------------------
+
+TRANSFORM_SCALINGS = {
+    "rfft of x * s": (lambda x, s: torch.fft.rfft(x * s), torch.float32),
+    "fft of s * z": (lambda z, s: torch.fft.fft(s * z, dim=0), torch.complex64),
+    "irfft of z * 2.5": (lambda z, s: torch.fft.irfft(z * 2.5, n=62), torch.complex64),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORM_SCALINGS))
+def test_scalar_factors_after_transforms(name):
+    # The transform reads the graph's input itself (no kernel scales it first); the values are
+    # eager's to rounding, and with s = 1 (a loss gradient) bit for bit.
+    from torch._inductor.utils import run_and_get_code
+
+    fn, dtype = TRANSFORM_SCALINGS[name]
+    x = torch.randn(64, 32, dtype=dtype, generator=torch.Generator().manual_seed(7))
+    torch._dynamo.reset()
+    vendor = torchcx.config.patch(fft_path="vendor")  # (at this size the real path would be taken)
+    with torch._inductor.config.patch(force_disable_caches=True), vendor:
+        compiled = torchcx.compile(fn)
+        got, codes = run_and_get_code(compiled, x, torch.tensor(0.75))
+        ones = compiled(x, torch.tensor(1.0))
+    torch.testing.assert_close(got, fn(x, torch.tensor(0.75)))
+    if "2.5" not in name:
+        assert torch.equal(ones, fn(x, torch.tensor(1.0)))
+    calls = [line for line in "\n".join(codes).splitlines() if "torchcx_extern_kernel(" in line and "_fft_" in line]
+    assert calls and all(re.search(r"\[arg\d+_1\]", line) for line in calls), calls  # a graph input
+
+
+def test_scalings_that_are_not_scalar_stay_before_the_transform():
+    from torch._inductor.utils import run_and_get_code
+
+    def fn(x, w):
+        return torch.fft.rfft(x * w)  # w a row of weights: a product, not a scaling
+
+    x, w = torch.randn(64, 32), torch.randn(32)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True), torchcx.config.patch(fft_path="vendor"):
+        got, codes = run_and_get_code(torchcx.compile(fn), x, w)
+    torch.testing.assert_close(got, fn(x, w))
+    calls = [line for line in "\n".join(codes).splitlines() if "torchcx_extern_kernel(" in line and "_fft_" in line]
+    assert calls and not any(re.search(r"\[arg\d+_1\]", line) for line in calls)
 
 
 # -- nested compile regions (Note [Nested compile regions]) ---------------------------------------

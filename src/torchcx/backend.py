@@ -79,6 +79,7 @@ from ._graph_passes import (
     native_gradients,
     push_conversions_into_cat,
     restore_addcdiv,
+    scalar_factors_after_transforms,
     small_contractions_in_place,
     truncated_spectra,
 )
@@ -406,6 +407,7 @@ def _lower_and_compile_now(
 
     if kind == "inference":
         _common_subexpressions_once(gm)  # Note [Loop-invariant values computed once]
+    scalar_factors_after_transforms(gm)  # Note [Scalar factors after transforms]
     spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")
     imaginary_exponentials(real.gm)  # Note [Exponentials of imaginary numbers]
