@@ -520,6 +520,21 @@ def test_moves_on_words(name):
     assert _joins(report) == 0, "the moves were done on each half"
 
 
+def test_moves_on_complex32_words():
+    # int32 words with float16 halves: the fill packed as two float16 values
+    from torchcx.explain import _capture
+
+    def fn(z: torch.Tensor) -> torch.Tensor:
+        return torch.constant_pad_nd(z.t(), (1, 2), complex(-0.0, 1.5))
+
+    z = _edge_words(6, 8).to(torch.complex32)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True), _capture() as report:
+        got = torchcx.compile(fn)(z)
+    assert torch.equal(torch.view_as_real(got).view(torch.int16), torch.view_as_real(fn(z)).view(torch.int16))
+    assert _joins(report) == 0
+
+
 def test_moves_on_words_into_a_transform():
     # The FNO's inverse: a transform's result padded for the next one (both vendor FFTs).
     from torchcx.explain import _capture

@@ -245,6 +245,7 @@ no copy is saved (neuraloperator's FNO 1.29x -> 1.28x, TFNO 1.23x -> 1.18x, one 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -416,6 +417,8 @@ _MOVES: dict[Any, tuple[str, ...]] = {
     aten.empty_strided.default: (),
     aten.empty.memory_format: (),
 }
+#: (word dtype, half-word dtype, part dtype, bits in a half word): a row of ``_layout._WORDS``.
+_WordKind = tuple[torch.dtype, torch.dtype, torch.dtype, int]
 #: The Scalar arguments that are element values (packed into a word as the join would).
 _FILLS = {aten.constant_pad_nd.default: "value", aten.full.default: "fill_value"}
 
@@ -447,7 +450,7 @@ def _scalar_op(node: Any, target: Any) -> tuple[Any, Any]:
     return None, None
 
 
-def _split_words(low: Any, high: Any, words: tuple[torch.dtype, torch.dtype, torch.dtype, int]) -> Any:
+def _split_words(low: Any, high: Any, words: _WordKind) -> Any:
     """w where ``low`` and ``high`` are the halves of the same words w, as ``_layout.unpack``
     makes them, else None."""
     word, half, part, bits = words
@@ -458,7 +461,7 @@ def _split_words(low: Any, high: Any, words: tuple[torch.dtype, torch.dtype, tor
     return w
 
 
-def _word_fill(low: Any, high: Any, words: tuple[torch.dtype, torch.dtype, torch.dtype, int]) -> int | None:
+def _word_fill(low: Any, high: Any, words: _WordKind) -> int | None:
     """The word that packs fill values ``low`` and ``high`` (the halves' dtype), else None."""
     import struct
 
@@ -489,19 +492,21 @@ def _schema_arguments(node: fx.Node) -> dict[str, Any] | None:
     return arguments if not given and len(node.args) <= len(arguments) else None
 
 
+@dataclasses.dataclass
 class _MovePlan:
-    """How a pair of halves is computed as words: existing words, or an op of planned words."""
+    """How a pair of halves is computed as words: the words themselves (``words``), or the op
+    of ``low`` (a half's node) with ``args`` by schema name, planned words among them."""
 
-    def __init__(self, words: fx.Node | None = None, low: fx.Node | None = None, args: Any = None) -> None:
-        self.words, self.low, self.args = words, low, args
+    words: fx.Node | None = None
+    low: fx.Node | None = None
+    args: dict[str, Any] | None = None
 
 
-def _moves_of(
-    low: Any,
-    high: Any,
-    words: tuple[torch.dtype, torch.dtype, torch.dtype, int],
-    chain: dict[tuple[Any, Any], _MovePlan | None],
-) -> _MovePlan | None:
+#: (low, high) -> its plan (None: not moves of words), for one join
+_Plans = dict[tuple[Any, Any], "_MovePlan | None"]
+
+
+def _moves_of(low: Any, high: Any, words: _WordKind, chain: _Plans) -> _MovePlan | None:
     """How ``low``/``high`` (halves) are the same moves of the halves of the same words; ``chain``
     holds every pair planned so far (each planned once, however often the moves read it)."""
     key = (low, high)
@@ -510,12 +515,7 @@ def _moves_of(
     return chain[key]
 
 
-def _planned(
-    low: Any,
-    high: Any,
-    words: tuple[torch.dtype, torch.dtype, torch.dtype, int],
-    chain: dict[tuple[Any, Any], _MovePlan | None],
-) -> _MovePlan | None:
+def _planned(low: Any, high: Any, words: _WordKind, chain: _Plans) -> _MovePlan | None:
     found = _split_words(low, high, words)
     if found is not None:
         return _MovePlan(words=found)
@@ -586,7 +586,7 @@ def _built(gm: fx.GraphModule, plan: _MovePlan, before: fx.Node, done: dict[int,
     return node
 
 
-def _joined_halves(node: fx.Node) -> tuple[Any, Any, tuple[torch.dtype, torch.dtype, torch.dtype, int]] | None:
+def _joined_halves(node: fx.Node) -> tuple[Any, Any, _WordKind] | None:
     """(low, high, words) where ``node`` joins halves into words as ``_layout.pack`` does."""
     from ._layout import _WORDS
 
@@ -624,7 +624,7 @@ def moves_on_words(gm: fx.GraphModule) -> int:
             continue
         low, high, words = found
         low, high = _skip_aliases(low), _skip_aliases(high)
-        chain: dict[tuple[Any, Any], _MovePlan | None] = {}
+        chain: _Plans = {}
         plan = _moves_of(low, high, words, chain)
         if plan is None:
             continue
