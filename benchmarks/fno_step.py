@@ -16,7 +16,9 @@ inputs realized in their own shape]); "moves of halves" without Note [Moves on w
 (src/torchcx/_graph_passes.py): the pads, transposing copies and scatters between a split of
 complex64 words and a join moving each half; "scaled before transforms" without Note [Scalar
 factors after transforms] (the backward's loss gradient scaled in a pass of its own before the
-FFT). All in
+FFT); "skinny products as blocks" with Note [GEMM strategy rule] as it was before 2026-12-07
+(the weight gradients' products, 256 of 32x8 @ 8x32 with operands the backward computes, as
+one real GEMM on block operands instead of MKL's cgemm). All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -39,8 +41,24 @@ import torchcx
 import torchcx._boundary.retrace as retrace
 import torchcx._inductor_patches as patches
 import torchcx.backend as backend
+import torchcx.ops.linalg as linalg
+from torchcx import _layout
 from torchcx.bench.modes import JaxInstance, Skipped
 from torchcx.bench.workloads import WORKLOADS
+
+
+def _skinny_products_as_blocks(a: Any, b: Any, dtype: torch.dtype, *, compiled: bool | None = None) -> str:
+    """Note [GEMM strategy rule] before 2026-12-07: a compiled skinny product (k <= 16, or one
+    operand 8x smaller) of operands the graph computes took the block strategy."""
+    chosen = _GEMM_STRATEGY(a, b, dtype, compiled=compiled)
+    _, m, k, n = linalg.gemm_dims(a, b)
+    small, large = sorted((a.numel(), b.numel()))
+    packed = all(isinstance(x, torchcx.ComplexTensor) and _layout.remembered(x) is not None for x in (a, b))
+    skinny = m != 1 and n != 1 and (8 * small <= large or k <= 16)
+    return "block" if chosen == "native" and skinny and not packed else chosen
+
+
+_GEMM_STRATEGY = linalg.gemm_strategy
 
 #: mode -> the switches set while it compiles
 MODES = {
@@ -52,6 +70,7 @@ MODES = {
     "cat inputs gathered": ((patches, "_reshaped_cat_inputs_realized", contextlib.nullcontext),),
     "moves of halves": ((backend, "moves_on_words", lambda gm: 0),),
     "scaled before transforms": ((backend, "scalar_factors_after_transforms", lambda gm: 0),),
+    "skinny products as blocks": ((linalg, "gemm_strategy", _skinny_products_as_blocks),),
 }
 
 
