@@ -61,12 +61,14 @@ transpose written by ``clone``, a slice written into zeros, a ``cat``) is applie
 to each part (``make_partwise``). When such moves sit between a split and a join,
 the kernel Inductor generates reads words, splits them, moves the halves and joins
 them again: the FNO step's inverse FFT pads its 16 kept columns to 33 with the
-transpose MKL's layouts need, and that kernel took 0.55-0.80 ms against 0.29 ms
-for the same pad of the words (one thread). On the real graph, a join whose two
+transpose MKL's layouts need, and that kernel took 0.55-0.80 ms of the step
+against 0.36-0.52 ms for the same pad of the words (profiled, one thread). On the
+real graph, a join whose two
 halves are the same moves (same op, same arguments) of the two halves of the same
 words is rewritten to those moves of the words: the same bits land in the same
 places. The fill values of a pad or a ``full`` become the words of the pair of
-fill values (packed as the join would). Only chains whose nodes have no reader
+fill values (packed as the join would; a nan fill is left to the halves, its bits
+being the C++ compiler's). Only chains whose nodes have no reader
 outside the chain are rewritten, and only where the words come out strided as the
 join did; complex32 words (int32 with float16 halves) likewise. Note [Packed
 form] does the same for views and clones while the lowering runs; this catches
