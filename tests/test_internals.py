@@ -481,7 +481,7 @@ def test_complex_warning_is_quieted_while_torchcx_compiles(monkeypatch):
 
         return for_this_thread(patched, original)
 
-    monkeypatch.setattr(_inductor_patches, "for_this_thread", spying)
+    monkeypatch.setattr(_patching, "for_this_thread", spying)  # (patched_for_this_thread's)
     x = torch.randn(8, 8, dtype=torch.complex64)
     out, _ = compiled(lambda z: z @ z, x)
     torch.testing.assert_close(out, x @ x)

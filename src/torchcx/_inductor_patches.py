@@ -388,7 +388,7 @@ import torch
 from . import config
 from ._interleaved import interleaved_access
 from ._kernel_batches import kernels_built_together
-from ._patching import cannot_apply, for_this_thread, patch_window
+from ._patching import cannot_apply, for_this_thread, patch_window, patched_for_this_thread
 from ._streaming_stores import cache_tag as streaming_cache_tag
 from ._streaming_stores import streaming_stores
 from ._words import joining_words, words_as_pairs
@@ -556,11 +556,8 @@ def quiet_complex_warning() -> Iterator[None]:
             cannot_apply("quiet_complex_warning", "torch._inductor.lowering._warn_complex_not_supported is missing")
             yield
             return
-        lowering._warn_complex_not_supported = for_this_thread(lambda: None, original)
-        try:
+        with patched_for_this_thread((lowering, "_warn_complex_not_supported", lambda: None)):
             yield
-        finally:
-            lowering._warn_complex_not_supported = original
 
 
 @contextlib.contextmanager
@@ -730,11 +727,8 @@ def _heavy_values_computed_once() -> Iterator[None]:
                 return True
         return original(self, users, **kwargs)
 
-    ir.StorageBox.should_realize_on_reuse = for_this_thread(should_realize_on_reuse, original)
-    try:
+    with patched_for_this_thread((ir.StorageBox, "should_realize_on_reuse", should_realize_on_reuse)):
         yield
-    finally:
-        ir.StorageBox.should_realize_on_reuse = original
 
 
 #: Note [Large intermediates freed between kernels]: a node writing at least this many bytes
@@ -777,11 +771,8 @@ def _large_intermediates_freed() -> Iterator[None]:
         if written_bytes(node) >= _LARGE_INTERMEDIATE_BYTES:
             self._set_flush_status(True)
 
-    scheduling.codegen_node = for_this_thread(codegen_node, original)
-    try:
+    with patched_for_this_thread((scheduling, "codegen_node", codegen_node)):
         yield
-    finally:
-        scheduling.codegen_node = original
 
 
 def _accurate_expm1() -> contextlib.AbstractContextManager[None]:
@@ -907,12 +898,8 @@ def _reductions_fused_with_producers() -> Iterator[None]:
                 return FusedSchedulerNode.fuse(node1, node2)
         return fuse(self, node1, node2)
 
-    scheduling._why_fuse_nodes = for_this_thread(why_fuse_nodes, why)
-    scheduling.fuse = for_this_thread(fuse_nodes, fuse)
-    try:
+    with patched_for_this_thread((scheduling, "_why_fuse_nodes", why_fuse_nodes), (scheduling, "fuse", fuse_nodes)):
         yield
-    finally:
-        scheduling._why_fuse_nodes, scheduling.fuse = why, fuse
 
 
 def _probe_stamp(library: str) -> str | None:
@@ -968,11 +955,8 @@ def _isa_probe_remembered() -> Iterator[None]:
                 os.replace(scratch, stamp_path)
         return loaded
 
-    cpu_vec_isa.VecISA._probe_load = for_this_thread(probe_load, original)
-    try:
+    with patched_for_this_thread((cpu_vec_isa.VecISA, "_probe_load", probe_load)):
         yield
-    finally:
-        cpu_vec_isa.VecISA._probe_load = original
 
 
 @contextlib.contextmanager
@@ -1057,13 +1041,8 @@ def _empty_tails_not_generated() -> Iterator[None]:
             inductor_config.cpp.enable_loop_tail_vec = tail_vec and not empty
         return loop
 
-    proxy.codegen_functions = for_this_thread(codegen_functions, original_codegen)
-    nest.tile = for_this_thread(tile, original_tile)
-    try:
+    with patched_for_this_thread((proxy, "codegen_functions", codegen_functions), (nest, "tile", tile)):
         yield
-    finally:
-        proxy.codegen_functions = original_codegen
-        nest.tile = original_tile
 
 
 @contextlib.contextmanager
@@ -1140,11 +1119,8 @@ def _dtype_rules_built_once() -> Iterator[None]:
         original(self)
         self._torchcx_rules = dict(rules)  # (a copy: the registry may grow)
 
-    handler.__init__ = for_this_thread(__init__, original)
-    try:
+    with patched_for_this_thread((handler, "__init__", __init__)):
         yield
-    finally:
-        handler.__init__ = original
 
 
 @contextlib.contextmanager
@@ -1296,11 +1272,8 @@ def _strides_of_linear_indices() -> Iterator[None]:
         stride = linear_coefficient(index, var)
         return original(index, var, *args, **kwargs) if stride is None else stride
 
-    cpp.stride_at_vec_range = for_this_thread(stride_at_vec_range, original)
-    try:
+    with patched_for_this_thread((cpp, "stride_at_vec_range", stride_at_vec_range)):
         yield
-    finally:
-        cpp.stride_at_vec_range = original
 
 
 @contextlib.contextmanager
@@ -1327,11 +1300,8 @@ def _full_vector_loads() -> Iterator[None]:
             return f"{self._get_vec_type(dtype)}::loadu({loadbuf})"
         return original(self, var, index, dtype, load_mask)
 
-    kernel._get_vec_load_line = for_this_thread(_get_vec_load_line, original)
-    try:
+    with patched_for_this_thread((kernel, "_get_vec_load_line", _get_vec_load_line)):
         yield
-    finally:
-        kernel._get_vec_load_line = original
 
 
 def fills_its_vectors(kernel: Any, dtype: torch.dtype) -> bool:
@@ -1477,8 +1447,5 @@ def _shared_subexpressions() -> Iterator[None]:
 
         return load
 
-    ir.Pointwise.make_loader = for_this_thread(make_loader, original)
-    try:
+    with patched_for_this_thread((ir.Pointwise, "make_loader", make_loader)):
         yield
-    finally:
-        ir.Pointwise.make_loader = original

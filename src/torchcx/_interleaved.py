@@ -102,7 +102,7 @@ import sympy
 import torch
 
 from . import config
-from ._patching import cannot_apply, for_this_thread
+from ._patching import cannot_apply, patched_for_this_thread
 
 # element dtype -> C++ type its vectors are shuffled as: 32- and 64-bit elements as
 # floating-point vectors of their width (a bit cast); 16-bit ones converted to float
@@ -156,7 +156,6 @@ def interleaved_access() -> Iterator[None]:
 
     load, store, select = kernel.load, kernel.store, tiling.select_tiling
     reduction, gen_body, update_on_args = kernel.reduction, kernel.gen_body, CppCSEVariable.update_on_args
-    own_gen_body = "gen_body" in vars(kernel)  # (2.13's is CppKernel's, inherited)
 
     def pair_load(self: Any, name: str, index: Any) -> Any:
         value = _pair_load(self, name, index)
@@ -186,28 +185,19 @@ def interleaved_access() -> Iterator[None]:
             stride = stride_at_vec_range(index, var, *rest, **kw)
             return sympy.S.One if stride == 2 else stride
 
-        cpp.stride_at_vec_range = for_this_thread(counted_stride, stride_at_vec_range)
-        try:
+        with patched_for_this_thread((cpp, "stride_at_vec_range", counted_stride)):
             return select(self, *args, **kwargs)
-        finally:
-            cpp.stride_at_vec_range = stride_at_vec_range
 
     # (each for the compiling thread only: Note [Patches and threads], torchcx/_patching.py)
-    kernel.load = for_this_thread(pair_load, load)
-    kernel.store = for_this_thread(pair_store, store)
-    tiling.select_tiling = for_this_thread(select_tiling, select)
-    kernel.reduction = for_this_thread(ordered_reduction, reduction)
-    kernel.gen_body = for_this_thread(lane_body, gen_body)
-    CppCSEVariable.update_on_args = for_this_thread(ordered_update, update_on_args)
-    try:
+    with patched_for_this_thread(
+        (kernel, "load", pair_load),
+        (kernel, "store", pair_store),
+        (tiling, "select_tiling", select_tiling),
+        (kernel, "reduction", ordered_reduction),
+        (kernel, "gen_body", lane_body),  # (2.13's is CppKernel's, inherited: deleted again after)
+        (CppCSEVariable, "update_on_args", ordered_update),
+    ):
         yield
-    finally:
-        kernel.load, kernel.store, tiling.select_tiling = load, store, select
-        kernel.reduction, CppCSEVariable.update_on_args = reduction, update_on_args
-        if own_gen_body:
-            kernel.gen_body = gen_body
-        else:
-            del kernel.gen_body
 
 
 # -- Note [Pairs in lane order] ---------------------------------------------------------------

@@ -127,7 +127,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._patching import cannot_apply, for_this_thread
+from ._patching import cannot_apply, patched_for_this_thread
 from ._streaming_stores import HELPERS as STREAMING_HELPERS
 from ._streaming_stores import streamed
 
@@ -670,10 +670,5 @@ def kernels_built_together() -> Iterator[None]:
                     value.bind_at_first_call(scope, key)
         wait(self, scope)
 
-    compiler.cpp_pybinding = for_this_thread(collected, cpp_pybinding)
-    compiler.wait = for_this_thread(built, wait)
-    try:
+    with patched_for_this_thread((compiler, "cpp_pybinding", collected), (compiler, "wait", built)):
         yield
-    finally:
-        compiler.cpp_pybinding = cpp_pybinding
-        compiler.wait = wait

@@ -21,7 +21,9 @@ compiles in two threads take turns (nested ones, in one thread, re-enter), and s
 Dynamo's own compiles in other threads (they take the same lock), which never see the
 patches. The one compile that takes no lock, a stock backward graph compiled lazily in
 another thread, is kept out by ``for_this_thread``: each patched function runs the
-original unless it is called from the thread that holds the window. What remains global
+original unless it is called from the thread that holds the window
+(``patched_for_this_thread`` installs such functions for a block and puts the originals
+back). What remains global
 is Inductor's config (``cache_key_tag``), read by such a stock backward compile if it
 overlaps the window; it then stores its (stock) code under torchcx's key, which computes
 the same values (docs/limitations.md, "Threads").
@@ -85,6 +87,28 @@ def for_this_thread(patched: Callable[..., Any], original: Callable[..., Any]) -
         return (patched if _owner == threading.get_ident() else original)(*args, **kwargs)
 
     return chosen
+
+
+@contextlib.contextmanager
+def patched_for_this_thread(*patches: tuple[Any, str, Callable[..., Any]]) -> Iterator[None]:
+    """Each ``(owner, name, patched)``: ``owner.name`` is ``patched`` in the thread holding the
+    window and what it was in every other (``for_this_thread``) until the block ends; then each
+    owner is as it was (the very entry of its own ``__dict__``, or none for an attribute it
+    inherited)."""
+    saved = [(owner, name, getattr(owner, name), vars(owner).get(name, _INHERITED)) for owner, name, _ in patches]
+    for (owner, name, patched), (_, _, original, _) in zip(patches, saved):
+        setattr(owner, name, for_this_thread(patched, original))
+    try:
+        yield
+    finally:
+        for owner, name, _, entry in saved:
+            if entry is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, entry)
+
+
+_INHERITED = object()
 
 
 @functools.cache

@@ -52,7 +52,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ._patching import cannot_apply, for_this_thread
+from ._patching import cannot_apply, patched_for_this_thread
 
 #: An output smaller than this is not streamed even in a large kernel: a row of sums
 #: or a small table is better left in the cache for whoever reads it next.
@@ -208,11 +208,8 @@ def streaming_stores() -> Iterator[None]:
         ]
         return f"{_MARKER} {' '.join(streamed)}\n{code}" if streamed else code
 
-    group.codegen_group = for_this_thread(codegen_group, original)
-    try:
+    with patched_for_this_thread((group, "codegen_group", codegen_group)):
         yield
-    finally:
-        group.codegen_group = original
 
 
 def streamed(body: str) -> str:

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 from ._interleaved import expect_marked, join_call, split_call
-from ._patching import cannot_apply, for_this_thread
+from ._patching import cannot_apply, patched_for_this_thread
 
 _TRUNCATE = re.compile(r"(\w+) >> (\w+)")
 _MASKED = re.compile(r"(\w+) & (\w+)")
@@ -84,11 +84,8 @@ def words_as_pairs() -> Iterator[None]:
         return to_dtype(self, src, dtype, src_dtype, rounding)
 
     # (for the compiling thread only: Note [Patches and threads], torchcx/_patching.py)
-    kernel.get_to_dtype_expr = for_this_thread(get_to_dtype_expr, to_dtype)
-    try:
+    with patched_for_this_thread((kernel, "get_to_dtype_expr", get_to_dtype_expr)):
         yield
-    finally:
-        kernel.get_to_dtype_expr = to_dtype
 
 
 def joining_words(bitwise_or: Any) -> Any:
