@@ -564,6 +564,35 @@ def test_moves_read_elsewhere_stay_on_the_halves():
     assert _joins(report) == 1
 
 
+def test_no_aliases_reach_inductor(monkeypatch):
+    # Note [Aliases dropped before Inductor]: the halves of the words (each a view(dtype) that
+    # functionalization follows with an alias) reach Inductor without the aliases, forward and
+    # backward; values as eager's (edge values in the forward) and gradients too. (Off the
+    # branch cut for the gradient: at -0.0 its sign of zero follows the backward's formula,
+    # whose decomposition differs from eager's in stock torch.compile as well.)
+    from torch._inductor import compile_fx
+
+    handed: list[int] = []  # aliases in each graph as Inductor receives it (its passes drop them later)
+
+    def spy(gm, *args, **kwargs):
+        handed.append(sum(n.target is torch.ops.aten.alias.default for n in gm.graph.nodes))
+        return inner(gm, *args, **kwargs)
+
+    inner = compile_fx.compile_fx_inner
+    monkeypatch.setattr(compile_fx, "compile_fx_inner", spy)
+    z = torch.randn(4, 5, dtype=torch.complex64, generator=torch.Generator().manual_seed(3))
+    leaf, eager_leaf = z.clone().requires_grad_(), z.clone().requires_grad_()
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        compiled = torchcx.compile(torch.acosh)
+        compiled(leaf).abs().sum().backward()
+        got = compiled(_edge_words(4, 5))
+    torch.testing.assert_close(got, torch.acosh(_edge_words(4, 5)), equal_nan=True)
+    torch.acosh(eager_leaf).abs().sum().backward()
+    torch.testing.assert_close(leaf.grad, eager_leaf.grad)
+    assert len(handed) >= 2 and not any(handed), handed
+
+
 # -- Note [Scalar factors after transforms] (src/torchcx/_graph_passes.py) -------------------------
 
 TRANSFORM_SCALINGS = {

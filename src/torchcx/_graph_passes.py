@@ -74,6 +74,20 @@ join did; complex32 words (int32 with float16 halves) likewise. Note [Packed
 form] does the same for views and clones while the lowering runs; this catches
 every move, and those the backward's decompositions make.
 
+Note [Aliases dropped before Inductor]
+--------------------------------------
+Functionalization writes every ``view(dtype)`` the lowering makes (a complex64 word
+split into its float halves: Note [Words as pairs]) as that view followed by an
+``alias``. Inductor's post-grad passes drop the aliases (``remove_noop_ops``), but
+they take their snapshot of the graph first (``FakeTensorUpdater``): the readers of
+every alias then count as changed, their fake values are computed again, each a new
+storage, so each of *their* readers counts as changed too, down the whole graph.
+``acosh``'s forward and backward re-ran fake propagation on 380 of its real graph's
+438 nodes (0.13 s of a 2.6 s compile; ``pow``: 497 of 562 nodes, 0.17 s). The real
+graph is handed to Inductor with those aliases already gone: the same rule
+(an alias that is a graph output of an input or of another output stays), and an
+alias shares its operand's storage, so its readers' fake values stay right as they are.
+
 Note [Scalar factors after transforms]
 --------------------------------------
 A training step's backward starts from the loss's gradient, a 0-d tensor, and
@@ -260,6 +274,7 @@ import torch
 from torch import Tensor, fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.symbolic_shapes import statically_known_true, sym_eq
+from torch.utils import _pytree as pytree
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -317,6 +332,26 @@ def push_conversions_into_cat(gm: fx.GraphModule) -> int:
             gm.graph.erase_node(dead)
         moved += 1
     return _recompiled(gm, moved)
+
+
+def aliases_dropped(gm: fx.GraphModule) -> int:
+    """Note [Aliases dropped before Inductor]; returns how many aliases were dropped."""
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    outputs = set(pytree.tree_leaves(output.args))
+    dropped = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.alias.default:
+            continue
+        source = node.args[0]
+        if not isinstance(source, fx.Node):
+            continue
+        # (an output aliasing an input or another output is what the graph promises)
+        if node in outputs and (source.op == "placeholder" or source in outputs):
+            continue
+        node.replace_all_uses_with(source)
+        gm.graph.erase_node(node)
+        dropped += 1
+    return _recompiled(gm, dropped)
 
 
 def _recompiled(gm: fx.GraphModule, changes: int) -> int:

@@ -72,6 +72,7 @@ from ._boundary.retrace import retrace
 from ._boundary.runtime import BoundaryRuntime, RealGraphRuntime
 from ._boundary.spec import boundary_spec, complex_output_strides, has_complex, written_inputs
 from ._graph_passes import (
+    aliases_dropped,
     gradients_in_input_layout,
     imaginary_exponentials,
     logical_masks,
@@ -414,6 +415,7 @@ def _lower_and_compile_now(
     push_conversions_into_cat(real.gm)
     logical_masks(real.gm)
     moves_on_words(real.gm)  # Note [Moves on words]
+    aliases_dropped(real.gm)  # Note [Aliases dropped before Inductor]
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     visible = output_node.meta.get("user_visible_output_idxs")
     if visible is not None:
