@@ -417,7 +417,8 @@ def _lower_and_compile_now(
     logical_masks(real.gm)
     moves_on_words(real.gm)  # Note [Moves on words]
     aliases_dropped(real.gm)  # Note [Aliases dropped before Inductor]
-    _common_subexpressions_once(real.gm)  # Note [Real graphs merged]
+    if _MERGE_REAL_GRAPHS:
+        _common_subexpressions_once(real.gm)  # Note [Real graphs merged]
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     visible = output_node.meta.get("user_visible_output_idxs")
     if visible is not None:
@@ -465,6 +466,10 @@ def _lower_and_compile_now(
 # pass merges them in every real graph before Inductor sees it. A graph that draws random
 # numbers (an aten op or an extern call tagged ``nondeterministic_seeded``) is left as it
 # is: two draws are not one.
+
+
+#: Switches Note [Real graphs merged] off when False (benchmarks/graph_merges.py only).
+_MERGE_REAL_GRAPHS: bool = True
 
 
 def _draws_random_numbers(node: fx.Node) -> bool:
