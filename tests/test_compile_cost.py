@@ -330,6 +330,35 @@ def test_kernels_built_together_in_parallel_libraries(monkeypatch, per_library):
         torch.testing.assert_close(got, expected)
 
 
+def test_a_forward_is_built_as_one_library(monkeypatch):
+    """A training graph's forward takes one compile thread, whatever its size: its backward,
+    lowered next, needs the other (Note [Kernels built together])."""
+    from torchcx import _kernel_batches
+
+    monkeypatch.setattr(_kernel_batches, "SOURCE_PER_LIBRARY", 1)  # (every source counts as large)
+    graphs = []  # (libraries at most, kernels) of each graph, in the order they were built
+    build = _kernel_batches._Pending.build
+
+    def recording_build(self):
+        graphs.append((self.libraries, len(self.kernels)))
+        return build(self)
+
+    monkeypatch.setattr(_kernel_batches._Pending, "build", recording_build)
+    g = torch.Generator().manual_seed(1)
+    x, w = (torch.randn(8, 8, dtype=torch.complex64, generator=g) for _ in range(2))
+    leaf = x.clone().requires_grad_()
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True, compile_threads=2):
+        out = torchcx.compile(_three_kernels)(leaf, w)
+        sum(o.abs().sum() for o in out).backward()
+    (forward_libraries, forward_kernels), (backward_libraries, backward_kernels) = graphs
+    assert forward_libraries == 1 < forward_kernels
+    assert backward_libraries == 2 and backward_kernels > 1
+    expected = x.clone().requires_grad_()
+    sum(o.abs().sum() for o in _three_kernels(expected, w)).backward()
+    torch.testing.assert_close(leaf.grad, expected.grad)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_backward_lowered_with_the_forward(threads):
     """Note [Backward lowered with the forward]: the forward's first call has lowered the

@@ -28,6 +28,10 @@ Note [Backward lowered with the forward] in backend.py). A graph of a few small 
 per graph against 1.9-2.2 s as two; a backward of 50-70 thousand characters built last
 (cumprod's, ``linalg.lu``'s) compiled 0.6-1.1 s faster as two libraries than as one
 (``benchmarks/compile_versions.py``): a second library from 40 thousand characters.
+A training graph's forward is built as one library whatever its size
+(``one_library_per_graph``): its backward is lowered next and needs the other compile
+thread. Split in two, the forward of ``prod`` (fwd+bwd) kept both threads busy until
+after its backward's library was submitted, which then waited 0.65 s for a thread.
 Each kernel keeps its source; it is
 put in a namespace of its own (``extern "C"`` dropped, its ``#include`` lines
 moved to the top: the prefix is included once), and the library exposes one
@@ -123,6 +127,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,6 +146,21 @@ _PENDING = "_torchcx_pending_kernels"  # the attribute each AsyncCompile keeps i
 #: Characters of kernel source worth one more library, and g++ run, than the first (Note
 #: [Kernels built together], measured).
 SOURCE_PER_LIBRARY = 40_000
+
+#: ``one`` is True while a graph whose libraries should not take both compile threads is lowered.
+_ONE_LIBRARY = threading.local()
+
+
+@contextlib.contextmanager
+def one_library_per_graph() -> Iterator[None]:
+    """The kernels of the graph lowered meanwhile (by this thread) built as one library
+    (Note [Kernels built together]: a training graph's forward, before its backward)."""
+    previous = getattr(_ONE_LIBRARY, "one", False)
+    _ONE_LIBRARY.one = True
+    try:
+        yield
+    finally:
+        _ONE_LIBRARY.one = previous
 
 
 def batchable(argtypes: Sequence[str], source: str) -> bool:
@@ -658,7 +678,8 @@ def kernels_built_together() -> Iterator[None]:
         pending = self.__dict__.get(_PENDING)
         if pending is None:
             count = threads()
-            pending = self.__dict__[_PENDING] = _Pending(self.submit if count > 1 else None, count)
+            libraries = 1 if getattr(_ONE_LIBRARY, "one", False) else count
+            pending = self.__dict__[_PENDING] = _Pending(self.submit if count > 1 else None, libraries)
         return pending.add(argtypes, source_code)
 
     def built(self: Any, scope: dict[str, Any]) -> None:

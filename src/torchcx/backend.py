@@ -85,6 +85,7 @@ from ._graph_passes import (
     truncated_spectra,
 )
 from ._inductor_patches import inductor_patches, quiet_complex_warning, source_hash
+from ._kernel_batches import one_library_per_graph
 from .ops.extern import _op_from_name
 from .tensor import ComplexTensor
 
@@ -368,6 +369,12 @@ def _lower_and_compile(
 _FORWARD_INPUTS: weakref.WeakKeyDictionary[Any, Sequence[Any]] = weakref.WeakKeyDictionary()
 
 
+def _libraries(kind: str) -> contextlib.AbstractContextManager[None]:
+    """A forward's kernels as one library: its backward is lowered next (Note [Kernels built
+    together] in _kernel_batches.py)."""
+    return one_library_per_graph() if kind == "forward" else contextlib.nullcontext()
+
+
 def _no_donated_buffers() -> None:
     """No saved tensor's buffer reused by the backward being lowered (Note [Backward lowered
     with the forward]). The list is AOTAutograd's forward metadata's, which its runtime reads
@@ -403,7 +410,7 @@ def _lower_and_compile_now(
         # bfloat16 parts, which AOTAutograd traced into their parts through torchcx's op
         # tables), or a real subgraph; Note [Real graphs get the adjustments too].
         record(real_graph_report(kind, example_inputs))
-        with inductor_patches(), _fx_graph_cache_kept(gm):
+        with inductor_patches(), _fx_graph_cache_kept(gm), _libraries(kind):
             compiled = compile_fx_inner(gm, example_inputs, **kwargs)
         return RealGraphRuntime(compiled, written_inputs(gm))
 
@@ -430,7 +437,7 @@ def _lower_and_compile_now(
     outer = torch._guards.TracingContext.try_get()
     outer_strides = outer.output_strides if outer is not None else None
     with torch._guards.TracingContext.report_output_strides() as real_strides:
-        with inductor_patches(), _fx_graph_cache_kept(real.gm):
+        with inductor_patches(), _fx_graph_cache_kept(real.gm), _libraries(kind):
             compiled = compile_fx_inner(real.gm, real.example_inputs, **kwargs)
     strides = None
     if outer_strides is not None and real_strides is not None:
