@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import math
 import os
@@ -100,6 +101,31 @@ def programs():
 
 def _differentiable(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+
+
+@contextlib.contextmanager
+def full_collections() -> Iterator[list[float]]:
+    """Seconds Python's cyclic garbage collector spends in full (generation 2) collections
+    meanwhile, in the one-element list yielded. In a process holding 300-600 thousand objects
+    (torch, Inductor, OpInfo's database) one takes 0.3-0.4 s, and one lands in about half of
+    the single-op compiles (2026-12-07): where it lands shifts with every change in how much
+    a compile allocates, so two versions are compared net of them too."""
+    spent = [0.0]
+    started: list[float] = []
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            spent[0] += time.perf_counter() - started.pop()
+
+    gc.callbacks.append(callback)
+    try:
+        yield spent
+    finally:
+        gc.callbacks.remove(callback)
 
 
 def compile_seconds(compiler, fn, args, repeat: int = 3, backward: bool = False) -> float:

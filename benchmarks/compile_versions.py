@@ -8,7 +8,10 @@ sample, forward and backward where it has gradients: ``compile_time.py``'s measu
 minus a steady one, Inductor's caches off) with that version's ``src`` first on the path. The
 benchmark code is this checkout's for every version. Medians and every sample are printed.
 A change in how torchcx compiles shows here without the drift of a machine between two
-``--all-ops`` runs an hour apart.
+``--all-ops`` runs an hour apart. Each row also shows its median net of Python's full garbage
+collections (``compile_time.full_collections``): a process makes them at the same points
+every round, so one can land in one op for one version and in another op for the other; the
+sums at the end compare the versions as a whole.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ def child(ops: list[str]) -> None:
     for name in ops:
         op = next(o for o in op_db if name in (o.name, f"{o.name}.{o.variant_test_name}"))
         fn, args = compile_time.first_sample_program(op)
-        seconds = compile_time.compile_seconds(torchcx.compile, fn, args, 1, op.supports_autograd)
-        print("ROW", name, seconds, flush=True)
+        with compile_time.full_collections() as collected:
+            seconds = compile_time.compile_seconds(torchcx.compile, fn, args, 1, op.supports_autograd)
+        print("ROW", name, seconds, collected[0], flush=True)
 
 
 def main() -> None:
@@ -58,6 +62,7 @@ def main() -> None:
         return
     versions = options.versions.split(",")
     samples: dict[tuple[str, str], list[float]] = {}
+    net: dict[tuple[str, str], list[float]] = {}  # the same, less full garbage collections
     with tempfile.TemporaryDirectory() as tmp:
         trees = {}
         for i, ref in enumerate(versions):
@@ -75,16 +80,21 @@ def main() -> None:
                         sys.exit(f"{ref}: the child imported another torchcx:\n{out.stdout}")
                     for line in out.stdout.splitlines():
                         if line.startswith("ROW "):
-                            _, name, seconds = line.split()
+                            _, name, seconds, collecting = line.split()
                             samples.setdefault((name, ref), []).append(float(seconds))
+                            net.setdefault((name, ref), []).append(float(seconds) - float(collecting))
         finally:
             for tree in trees.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tree], check=False)
-    print(f"{'op':<28}" + "".join(f"{ref:>14}" for ref in versions) + "   samples (s)")
+    print(f"{'op':<28}" + "".join(f"{ref:>14}" for ref in versions) + "   net of full collections   samples (s)")
     for name in ops:
         medians = "".join(f"{statistics.median(samples[(name, ref)]):13.2f}s" for ref in versions)
+        nets = " ".join(f"{statistics.median(net[(name, ref)]):5.2f}s" for ref in versions)
         every = "  ".join(f"{ref}: {[round(x, 2) for x in samples[(name, ref)]]}" for ref in versions)
-        print(f"{name:<28}{medians}   {every}")
+        print(f"{name:<28}{medians}   {nets:<24}  {every}")
+    for label, table in (("sum of medians", samples), ("net of full collections", net)):
+        sums = "".join(f"{sum(statistics.median(table[(n, ref)]) for n in ops):13.2f}s" for ref in versions)
+        print(f"{label:<28}{sums}")
 
 
 if __name__ == "__main__":
