@@ -302,8 +302,9 @@ def main_all_ops(timeout: int, only: str | None = None) -> None:
             continue
         for mode, compiler in (("torch.compile", torch.compile), ("torchcx", torchcx.compile)):
             try:
-                with _time_limit(timeout):
+                with _time_limit(timeout), full_collections() as collected:
                     row[f"{mode}_s"] = compile_seconds(compiler, fn, args, 1, backward)
+                row[f"{mode}_full_collections_s"] = collected[0]  # (included in the time above)
             except Exception as e:  # noqa: BLE001 (a failing row is data: it says which op and why)
                 row[f"{mode}_error"] = _first_line(e)
             finally:
@@ -320,8 +321,16 @@ def main_all_ops(timeout: int, only: str | None = None) -> None:
     over = {k: r for k, r in timed.items() if r["torchcx_s"] > 5}
     # issue 14: within 3x of the default backend, or under 2 s
     slow = {k: r for k, r in timed.items() if r["torchcx_s"] > 2 and r.get("ratio", math.inf) > 3}
+    net = {
+        k
+        for k, r in slow.items()
+        if r["torchcx_s"] - r.get("torchcx_full_collections_s", 0.0) > 2
+        and (r["torchcx_s"] - r.get("torchcx_full_collections_s", 0.0))
+        > 3 * (r.get("torch.compile_s", 0.0) - r.get("torch.compile_full_collections_s", 0.0))
+    }
     print(
         f"\n{len(timed)} of {len(results)} ops compiled by torchcx; over 5 s: {len(over)}; over 2 s and 3x: {len(slow)}"
+        f" ({len(net)} net of full garbage collections)"
     )
     for k, r in sorted(timed.items(), key=lambda kv: -kv[1]["torchcx_s"])[:15]:
         print(
