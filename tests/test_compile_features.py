@@ -568,8 +568,8 @@ def test_no_aliases_reach_inductor(monkeypatch):
     # Note [Aliases dropped before Inductor]: the halves of the words (each a view(dtype) that
     # functionalization follows with an alias) reach Inductor without the aliases, forward and
     # backward; values as eager's (edge values in the forward) and gradients too. (Off the
-    # branch cut for the gradient: at -0.0 its sign of zero follows the backward's formula,
-    # whose decomposition differs from eager's in stock torch.compile as well.)
+    # branch cut for the gradient: at 0-0j eager's ``z - 1`` in acosh's derivative gives a
+    # +0 imaginary part, torchcx's the -0 of C99 and NumPy, so rsqrt takes the other side.)
     from torch._inductor import compile_fx
 
     handed: list[int] = []  # aliases in each graph as Inductor receives it (its passes drop them later)
@@ -591,6 +591,25 @@ def test_no_aliases_reach_inductor(monkeypatch):
     torch.acosh(eager_leaf).abs().sum().backward()
     torch.testing.assert_close(leaf.grad, eager_leaf.grad)
     assert len(handed) >= 2 and not any(handed), handed
+
+
+def test_random_draws_are_not_merged():
+    # Complex random numbers compile (their parts are drawn by Inductor's random ops: the
+    # real graph's are made after its own passes replaced the complex graph's), two draws are
+    # two (Note [Real graphs merged] leaves a graph with random ops alone), and each part is
+    # N(0, 1/2), as eager's: E|z|^2 = 1 (over 4096 draws its mean has a standard deviation of
+    # 1/64, so 0.1 is six of them).
+    def draws(z):
+        return torch.randn_like(z) * z, torch.randn_like(z) * z
+
+    z = torch.ones(4096, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        first, second = torchcx.compile(draws)(z)
+    assert not torch.equal(first, second)
+    for draw in (first, second):
+        assert abs((draw.abs() ** 2).mean().item() - 1) < 0.1
+        assert abs(draw.mean().item()) < 0.1
 
 
 # -- Note [Scalar factors after transforms] (src/torchcx/_graph_passes.py) -------------------------

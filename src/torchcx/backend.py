@@ -424,6 +424,7 @@ def _lower_and_compile_now(
     logical_masks(real.gm)
     moves_on_words(real.gm)  # Note [Moves on words]
     aliases_dropped(real.gm)  # Note [Aliases dropped before Inductor]
+    _random_numbers_drawn_by_inductor(real.gm)
     if _MERGE_REAL_GRAPHS:
         _common_subexpressions_once(real.gm)  # Note [Real graphs merged]
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
@@ -484,6 +485,18 @@ def _draws_random_numbers(node: fx.Node) -> bool:
     if target is torch.ops.torchcx.extern.default:
         target = _op_from_name(node.args[0])
     return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
+
+
+def _random_numbers_drawn_by_inductor(gm: fx.GraphModule) -> None:
+    """The real graph's random ops (a complex ``randn`` draws its parts with real ones) as
+    Inductor's own: it replaces them in its joint-graph passes, which ran on the complex graph
+    before the lowering made them, and its lowering rejects the rest (stock torch.compile's
+    random numbers are drawn the same way; ``fallback_random`` keeps eager's kernels)."""
+    from torch._inductor.fx_passes.replace_random import replace_random_passes
+
+    if any(_draws_random_numbers(n) for n in gm.graph.nodes if n.op == "call_function"):
+        replace_random_passes(gm)
+        gm.recompile()
 
 
 def _common_subexpressions_once(gm: fx.GraphModule) -> None:

@@ -202,10 +202,13 @@ def randn_impl(size: Any, **kwargs: Any) -> ComplexTensor:
 def _randn(size: Any, part: torch.dtype, kw: dict[str, Any]) -> ComplexTensor:
     # (takes the part dtype: bfloat16 parts have no complex dtype of their own to pass to randn)
     kw = dict(kw)
-    generator = kw.pop("generator", None)
+    if kw.get("generator") is None:
+        # (``randn.generator`` with None traces as itself, which Inductor's random-number
+        # pass does not replace and its lowering rejects; ``randn.default`` it replaces)
+        kw.pop("generator", None)
     scale = 0.5**0.5
-    re = torch.randn(size, dtype=part, generator=generator, **kw) * scale
-    im = torch.randn(size, dtype=part, generator=generator, **kw) * scale
+    re = torch.randn(size, dtype=part, **kw) * scale
+    im = torch.randn(size, dtype=part, **kw) * scale
     return ComplexTensor(re, im)
 
 
