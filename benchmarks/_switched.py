@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -141,3 +142,37 @@ def time_interleaved(
             samples[key].append((time.perf_counter() - start) / calls[key])
             faults[key].append((_faults() - before) / calls[key])
     return samples, faults
+
+
+def switched_suite(
+    description: str, modes: dict[str, Sequence[Switch]], workloads: str, sizes: str, sweep_workloads: str
+) -> tuple[argparse.Namespace, dict[str, Any], dict[Hashable, list[float]], dict[Hashable, list[float]]]:
+    """The run such a benchmark makes: its options (``--workloads``, ``--sizes``,
+    ``--sweep-workloads`` with these defaults, and ``parse_options``'), the problems, and each
+    problem compiled once per mode and timed with eager, interleaved: (options, problems,
+    seconds per call, page faults per call) by (problem, mode)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", default=workloads)
+    parser.add_argument("--sizes", default=sizes, help="exponents: the sweep workloads at 2^k elements too")
+    parser.add_argument("--sweep-workloads", default=sweep_workloads)
+    options = parse_options(parser)
+    built = problems(options.workloads, options.sizes, options.sweep_workloads)
+    samples, faults = time_interleaved(eager_and_switched(built, modes), options.rounds)
+    return options, built, samples, faults
+
+
+def median_table(
+    built: dict[str, Any], samples: dict[Hashable, list[float]], names: Sequence[str], ratios: dict[str, Any]
+) -> list[str]:
+    """Markdown rows: per problem, each mode's median (fastest) ms per call, then one column per
+    ``ratios`` entry (title -> function of the medians by mode, a ratio printed as ``1.234x``)."""
+    lines = [
+        "| workload | " + " | ".join(names) + "".join(f" | {title}" for title in ratios) + " |",
+        "| --- |" + " ---: |" * (len(names) + len(ratios)),
+    ]
+    for name in built:
+        ms = {m: statistics.median(samples[(name, m)]) * 1e3 for m in names}
+        cells = " | ".join(f"{ms[m]:.3g} ({min(samples[(name, m)]) * 1e3:.3g})" for m in names)
+        extra = "".join(f" | {ratio(ms):.3f}x" for ratio in ratios.values())
+        lines.append(f"| {name} | {cells}{extra} |")
+    return lines

@@ -14,11 +14,7 @@ median and the fastest sample per mode (ms per call). The compile time itself is
 
 from __future__ import annotations
 
-import argparse
-import statistics
-
-from _switched import eager_and_switched, parse_options, time_interleaved
-from _switched import problems as suite_problems
+from _switched import median_table, switched_suite
 
 import torchcx.backend as backend
 
@@ -26,23 +22,12 @@ MODES = {"merged": [], "unmerged": [(backend, "_MERGE_REAL_GRAPHS", False)]}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", default="elementwise,rope-fp32,rope-bf16,fno,mlp,quantum,matmul,nls")
-    parser.add_argument("--sizes", default="", help="exponents: the sweep workloads at 2^k elements too")
-    parser.add_argument("--sweep-workloads", default="elementwise,modrelu")
-    options = parse_options(parser)
-    problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
-    modes = eager_and_switched(problems, MODES)
-    samples, _ = time_interleaved(modes, options.rounds)
-    names = ("eager", *MODES)
+    options, built, samples, _ = switched_suite(
+        __doc__, MODES, "elementwise,rope-fp32,rope-bf16,fno,mlp,quantum,matmul,nls", "", "elementwise,modrelu"
+    )
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms per call")
-    print("| workload | " + " | ".join(names) + " | unmerged / merged |")
-    print("| --- |" + " ---: |" * (len(names) + 1))
-    for name in problems:
-        ms = {m: statistics.median(samples[(name, m)]) * 1e3 for m in names}
-        fast = {m: min(samples[(name, m)]) * 1e3 for m in names}
-        cells = " | ".join(f"{ms[m]:.3g} ({fast[m]:.3g})" for m in names)
-        print(f"| {name} | {cells} | {ms['unmerged'] / ms['merged']:.3f}x |")
+    ratios = {"unmerged / merged": lambda ms: ms["unmerged"] / ms["merged"]}
+    print("\n".join(median_table(built, samples, ("eager", *MODES), ratios)))
 
 
 if __name__ == "__main__":

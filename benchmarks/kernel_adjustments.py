@@ -17,12 +17,10 @@ How the modes are compiled and timed, and why: ``benchmarks/_switched.py``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 
-from _switched import eager_and_switched, parse_options, time_interleaved
-from _switched import problems as suite_problems
+from _switched import switched_suite
 
 import torchcx._inductor_patches as patches
 
@@ -35,15 +33,8 @@ MODES = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", default="elementwise,nls,mlp")
-    parser.add_argument("--sizes", default="", help="exponents: the sweep workloads at 2^k elements too")
-    parser.add_argument("--sweep-workloads", default="elementwise")
-    options = parse_options(parser)
-    problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
     switched = {mode: [(patches, name, contextlib.nullcontext) for name in off] for mode, off in MODES.items()}
-    modes = eager_and_switched(problems, switched)
-    samples, faults = time_interleaved(modes, options.rounds)
+    options, problems, samples, faults = switched_suite(__doc__, switched, "elementwise,nls,mlp", "", "elementwise")
     names = ("eager", *MODES)
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms; page faults per call")
     print("| workload | " + " | ".join(names) + " | none / both | faults (" + ", ".join(MODES) + ") |")

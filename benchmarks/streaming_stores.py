@@ -17,11 +17,7 @@ the check that nothing else changed. How the modes are compiled and timed:
 
 from __future__ import annotations
 
-import argparse
-import statistics
-
-from _switched import eager_and_switched, parse_options, time_interleaved
-from _switched import problems as suite_problems
+from _switched import median_table, switched_suite
 
 import torchcx
 from torchcx._streaming_stores import last_level_cache_bytes
@@ -31,25 +27,16 @@ MODES = {"streamed": (), "plain stores": ((torchcx.config, "streaming_stores", F
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", default="rope-fp32-large,rope-bf16-large,elementwise")
-    parser.add_argument("--sizes", default="18,20,22,24", help="exponents: the sweep workloads at 2^k elements")
-    parser.add_argument("--sweep-workloads", default="rope-fp32,inplace-view,crelu")
-    options = parse_options(parser)
-    problems = suite_problems(options.workloads, options.sizes, options.sweep_workloads)
-    modes = eager_and_switched(problems, MODES)
-    samples, _ = time_interleaved(modes, options.rounds)
-    names = ("eager", *MODES)
+    options, built, samples, _ = switched_suite(
+        __doc__, MODES, "rope-fp32-large,rope-bf16-large,elementwise", "18,20,22,24", "rope-fp32,inplace-view,crelu"
+    )
     print(f"last-level cache {last_level_cache_bytes() >> 20} MiB; {options.threads} thread(s), median (fastest) of")
     print(f"{options.rounds} rounds, ms per call")
-    print("| workload | " + " | ".join(names) + " | plain / streamed | eager / streamed |")
-    print("| --- |" + " ---: |" * (len(names) + 2))
-    for name in problems:
-        ms = {m: statistics.median(samples[(name, m)]) * 1e3 for m in names}
-        fast = {m: min(samples[(name, m)]) * 1e3 for m in names}
-        cells = " | ".join(f"{ms[m]:.3g} ({fast[m]:.3g})" for m in names)
-        gain, vs_eager = ms["plain stores"] / ms["streamed"], ms["eager"] / ms["streamed"]
-        print(f"| {name} | {cells} | {gain:.2f}x | {vs_eager:.2f}x |")
+    ratios = {
+        "plain / streamed": lambda ms: ms["plain stores"] / ms["streamed"],
+        "eager / streamed": lambda ms: ms["eager"] / ms["streamed"],
+    }
+    print("\n".join(median_table(built, samples, ("eager", *MODES), ratios)))
 
 
 if __name__ == "__main__":
