@@ -415,7 +415,8 @@ def _lower_and_compile_now(
         return RealGraphRuntime(compiled, written_inputs(gm))
 
     if kind == "inference":
-        _common_subexpressions_once(gm)  # Note [Loop-invariant values computed once]
+        if not _draws_random_numbers(gm):
+            _common_subexpressions_once(gm)  # Note [Loop-invariant values computed once]
     scalar_factors_after_transforms(gm)  # Note [Scalar factors after transforms]
     spec = boundary_spec(gm, example_inputs, input_outputs=_input_outputs(kind))
     real = retrace(gm, spec, example_inputs, strict=strict, inline_regions=kind == "backward")
@@ -424,8 +425,9 @@ def _lower_and_compile_now(
     logical_masks(real.gm)
     moves_on_words(real.gm)  # Note [Moves on words]
     aliases_dropped(real.gm)  # Note [Aliases dropped before Inductor]
-    _random_numbers_drawn_by_inductor(real.gm)
-    if _MERGE_REAL_GRAPHS:
+    if _draws_random_numbers(real.gm):
+        _random_numbers_drawn_by_inductor(real.gm)  # (and not merged: two draws are not one)
+    elif _MERGE_REAL_GRAPHS:
         _common_subexpressions_once(real.gm)  # Note [Real graphs merged]
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     visible = output_node.meta.get("user_visible_output_idxs")
@@ -480,11 +482,16 @@ def _lower_and_compile_now(
 _MERGE_REAL_GRAPHS: bool = True
 
 
-def _draws_random_numbers(node: fx.Node) -> bool:
-    target = node.target
-    if target is torch.ops.torchcx.extern.default:
-        target = _op_from_name(node.args[0])
-    return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
+def _draws_random_numbers(gm: fx.GraphModule) -> bool:
+    """Whether ``gm`` calls a random op (an aten op, or an extern call of one, tagged
+    ``nondeterministic_seeded``): such a graph is not merged."""
+    for node in gm.graph.nodes:
+        target = node.target if node.op == "call_function" else None
+        if target is torch.ops.torchcx.extern.default:
+            target = _op_from_name(node.args[0])
+        if torch.Tag.nondeterministic_seeded in getattr(target, "tags", ()):
+            return True
+    return False
 
 
 def _random_numbers_drawn_by_inductor(gm: fx.GraphModule) -> None:
@@ -494,17 +501,15 @@ def _random_numbers_drawn_by_inductor(gm: fx.GraphModule) -> None:
     random numbers are drawn the same way; ``fallback_random`` keeps eager's kernels)."""
     from torch._inductor.fx_passes.replace_random import replace_random_passes
 
-    if any(_draws_random_numbers(n) for n in gm.graph.nodes if n.op == "call_function"):
-        replace_random_passes(gm)
+    if replace_random_passes(gm):
         gm.recompile()
 
 
 def _common_subexpressions_once(gm: fx.GraphModule) -> None:
-    """Note [Loop-invariant values computed once], Note [Real graphs merged]: merge identical ops."""
+    """Note [Loop-invariant values computed once], Note [Real graphs merged]: merge identical
+    ops (of a graph that draws no random numbers: ``_draws_random_numbers``)."""
     from torch._functorch.compile_utils import fx_graph_cse
 
-    if any(_draws_random_numbers(n) for n in gm.graph.nodes if n.op == "call_function"):
-        return
     graph = fx_graph_cse(gm.graph)
     if len(graph.nodes) < len(gm.graph.nodes):
         gm.graph = graph
