@@ -632,6 +632,47 @@ def test_sine_and_cosine_paired_within_one_block():
     assert [paired[i] for i in (5, 9, 11)] == [body.splitlines()[i] for i in (5, 9, 11)]
 
 
+def _float_bits_for_bfloat16_rounding():
+    """float32 bit patterns: rows of random normals (rounded by the instruction) and rows that
+    hold each value it rounds otherwise than ATen (NaNs, subnormals) or where rounding is
+    delicate (ties to even, the largest float, infinities, zeros)."""
+    g = torch.Generator().manual_seed(5)
+    bits = (torch.randn(8, 128, generator=g) * 1e3).view(torch.int32)
+    special = [
+        0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FA12345,  # quiet, negative and signalling NaNs, a payload
+        0x00000001, 0x807FFFFF, 0x00008000, 0x00018000,  # subnormals: smallest, largest, ties
+        0x3F808000, 0x3F818000, 0x3F80FFFF, 0x7F7FFFFF,  # ties to even, nearly a tie, the largest float
+        0x7F800000, 0xFF800000, 0x00000000, 0x80000000,  # infinities, zeros
+    ]  # fmt: skip
+    for row in (1, 4, 6):  # NaNs and subnormals in some rows only: both paths of each kernel
+        bits[row, 40 : 40 + len(special)] = torch.tensor(special, dtype=torch.int64).to(torch.int32)
+    bits[6, 100:] = 0x00000007  # a row of subnormals to its end
+    return bits
+
+
+def _to_bfloat16_pairs(z):
+    return torch.view_as_real(z * 1).to(torch.bfloat16)
+
+
+def test_bfloat16_rounding_in_one_instruction_is_atens():
+    """Note [Bfloat16 rounding in one instruction]: the bfloat16 stores of the compiled kernel
+    round through torchcx's helper, and every value has eager's bits (NaNs: NaN)."""
+    # (cloned: a complex view of a float view of int32 fails in Dynamo itself, aot_eager too)
+    z = torch.view_as_complex(_float_bits_for_bfloat16_rounding().view(torch.float32).view(8, 64, 2)).clone()
+    out, _, builds = compile_and_record_builds(_to_bfloat16_pairs, z, threads=1)
+    sources = [Path(arg).read_text() for cmd in builds for arg in cmd.split() if arg.endswith(".main.cpp")]
+    isa = [re.search(r"-D\s*CPU_CAPABILITY_(\w+)", cmd) for cmd in builds]
+    expected = _to_bfloat16_pairs(z)
+    nan = expected.isnan()
+    assert torch.equal(out.isnan(), nan)
+    assert torch.equal(out.view(torch.int16)[~nan], expected.view(torch.int16)[~nan])
+    if not any(m and m.group(1) in ("AVX512", "AVX2") for m in isa):
+        pytest.skip("no vectorized kernels on this CPU")
+    assert any("torchcx_bf16::round2(" in s for s in sources), "the bfloat16 stores do not round through torchcx"
+    assert not any("at::vec::convert<at::BFloat16,1,float,2>(" in s.split("}  // namespace torchcx_bf16")[-1]
+                   for s in sources)  # fmt: skip
+
+
 def _spectral_mix(x, w):
     return torch.einsum("bixy,ioxy->boxy", x, w).abs().pow(2).sum()
 

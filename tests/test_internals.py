@@ -274,6 +274,34 @@ def test_sines_and_cosines_need_atens_functions(monkeypatch, caplog, fresh_warni
     assert "torchcx_sincos::of(tmp0)" in _kernel_batches.library_source([(["float*"], KERNEL_WITH_SIN_AND_COS)])
 
 
+def test_bfloat16_rounding_needs_atens_integer_rounding(monkeypatch, caplog, fresh_warnings):
+    # Note [Bfloat16 rounding in one instruction]: where ATen's conversion is not the integer
+    # rounding the helper reproduces bit for bit, no helper and no rewrite, one warning.
+    monkeypatch.setitem(_kernel_batches._ATEN_BF16_ROUNDING, "vec512/vec512_bfloat16.h", ("_mm512_cvtne2ps_pbh(",))
+    _kernel_batches._bfloat16_rounding_checked.cache_clear()
+    try:
+        with caplog.at_level("WARNING"):
+            assert _kernel_batches.bfloat16_rounding() == ""
+            assert _kernel_batches.bfloat16_rounding() == ""
+            source = _kernel_batches.library_source([(["at::BFloat16*"], KERNEL_ROUNDING_TO_BFLOAT16)])
+    finally:
+        monkeypatch.undo()
+        _kernel_batches._bfloat16_rounding_checked.cache_clear()
+    records = [r for r in caplog.records if "Bfloat16 rounding in one instruction" in r.getMessage()]
+    assert len(records) == 1 and "not applied" in records[0].getMessage(), caplog.text
+    assert "torchcx_bf16" not in source and "at::vec::convert<at::BFloat16,1,float,2>(tmp0)" in source
+    source = _kernel_batches.library_source([(["at::BFloat16*"], KERNEL_ROUNDING_TO_BFLOAT16)])
+    assert "torchcx_bf16::round2(tmp0)" in source and "torchcx_bf16::round1(tmp1)" in source
+
+
+KERNEL_ROUNDING_TO_BFLOAT16 = """extern "C"  void  kernel(at::BFloat16* out_ptr0)
+{
+    auto tmp0 = at::vec::VectorizedN<float, 2>(0.5f);
+    at::vec::convert<at::BFloat16,1,float,2>(tmp0).store(out_ptr0);
+    auto tmp1 = at::vec::Vectorized<float>(0.25f);
+    at::vec::convert<at::BFloat16,1,float,1>(tmp1).store(out_ptr0, 16);
+}"""
+
 KERNEL_WITH_SIN_AND_COS = """extern "C"  void  kernel(float* out_ptr0)
 {
     auto tmp0 = at::vec::Vectorized<float>::loadu(out_ptr0);

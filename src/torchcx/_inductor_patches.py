@@ -385,7 +385,7 @@ from typing import Any
 
 import torch
 
-from . import config
+from . import _kernel_batches, config
 from ._interleaved import interleaved_access
 from ._kernel_batches import kernels_built_together
 from ._patching import cannot_apply, for_this_thread, patch_window, patched_for_this_thread
@@ -519,6 +519,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "no upstream issue found (searched pytorch/pytorch issues: inductor cpp sin cos of the same value, "
         "sincos vectorized, Vectorized sincos Sleef); Sleef's sincosf is what ATen's complex exp would use "
         "(its commented-out vectorized exp in vec512_complex_float.h)",
+        "checked",
+    ),
+    "Bfloat16 rounding in one instruction": (
+        "no upstream issue found (searched pytorch/pytorch issues: cvtfp32_bf16 avx512_bf16 vcvtne2ps2bf16, "
+        "inductor bfloat16 store conversion slow, Vectorized<BFloat16> convert_float_bfloat16 native "
+        "instruction)",
         "checked",
     ),
     "Streaming stores": (
@@ -659,6 +665,7 @@ def _cache_tag() -> str:
         f"torchcx:{source_hash()}:vectorized_bitcast={config.vectorized_bitcast}"
         f":interleaved={config.interleaved_access}:lanes={config.lane_order}:shared={_SHARE_SUBEXPRESSIONS}"
         f":free_large={config.free_large_intermediates}:{streaming_cache_tag()}"
+        f":bf16_rounding={_kernel_batches._ROUND_BF16_IN_ONE_INSTRUCTION}"
     )
 
 
