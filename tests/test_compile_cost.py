@@ -17,7 +17,7 @@ from torch._inductor.utils import run_and_get_code
 
 import torchcx
 from compile_harness import record_lowered_graphs
-from torchcx import _inductor_patches
+from torchcx import _fresh_pages, _inductor_patches
 from torchcx.bench.workloads.quantum import apply_gate
 
 
@@ -521,6 +521,49 @@ def test_small_graphs_stay_one_function():
     calls = _kernel_calls(code)
     assert len(calls) == 1, calls
     torch.testing.assert_close(out, _three_gates(state, gate), rtol=1e-4, atol=1e-4)
+
+
+def _rotated_twice(z):
+    # a 32 MiB output (2^22 complex64 words) and a 64 KiB one
+    return z * 1j, z[:8192] * 2
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["on", "off"])
+def test_large_buffers_ask_for_huge_pages(monkeypatch, on):
+    """Note [Large buffers on huge pages]: the wrapper asks for huge pages on the 32 MiB buffer
+    right after allocating it, not on the small one; nothing with the setting off."""
+    monkeypatch.setattr(_fresh_pages, "advisable", lambda: True)  # the code, whatever this kernel's setting
+    z = torch.randn(1 << 22, dtype=torch.complex64, generator=torch.Generator().manual_seed(6))
+    torch._dynamo.reset()
+    with torchcx.config.patch(huge_pages=on), torch._inductor.config.patch(force_disable_caches=True):
+        out, code = run_and_get_code(torchcx.compile(_rotated_twice), z)
+    advised = re.findall(r"= empty_strided_cpu\(\((\d+)[^\n]*; torchcx_on_huge_pages\((buf\d+)\)", "\n".join(code))
+    assert advised == ([("4194304", advised[0][1])] if on else []), advised
+    for got, want in zip(out, _rotated_twice(z)):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.skipif(not _fresh_pages.advisable(), reason="huge pages here: always, never, or not Linux")
+def test_a_buffer_on_huge_pages_faults_in_fewer_pages():
+    """Note [Large buffers on huge pages]: where the kernel gives huge pages on request, a fresh
+    32 MiB buffer written after the advice faults in its pages 2 MiB at a time (8,192 faults
+    of 4 KiB otherwise); the advice changes no value."""
+    import resource
+
+    def faults_writing(advise: bool) -> int:
+        buffer = torch.empty(32 << 20, dtype=torch.uint8)  # mapped afresh by glibc
+        if advise:
+            _fresh_pages.on_huge_pages(buffer)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        buffer.fill_(7)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        assert bool((buffer == 7).all())
+        return faults
+
+    plain, advised = faults_writing(False), faults_writing(True)
+    if plain < 4096:
+        pytest.skip(f"{plain} faults without the advice: this allocator keeps large blocks mapped")
+    assert advised < plain / 4, (advised, plain)
 
 
 def _tails_generated(fn, *args) -> tuple[int, str]:

@@ -385,7 +385,7 @@ from typing import Any
 
 import torch
 
-from . import _kernel_batches, config
+from . import _fresh_pages, _kernel_batches, config
 from ._interleaved import interleaved_access
 from ._kernel_batches import kernels_built_together
 from ._patching import cannot_apply, for_this_thread, patch_window, patched_for_this_thread
@@ -527,6 +527,12 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "instruction)",
         "checked",
     ),
+    "Large buffers on huge pages": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor cpu output allocation page faults, "
+        "empty_strided_cpu madvise hugepage, cpu caching allocator large tensors mmap); PyTorch's process-wide "
+        "remedy is THP_MEM_ALLOC_ENABLE (c10/core/impl/alloc_cpu.cpp)",
+        "checked",
+    ),
     "Streaming stores": (
         "no upstream issue found (searched pytorch/pytorch issues: inductor cpp non-temporal store, streaming "
         "store _mm512_stream, memory bound kernel write allocate / read for ownership)",
@@ -597,6 +603,8 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_dtype_rules_built_once())
         if config.free_large_intermediates:
             stack.enter_context(_large_intermediates_freed())
+        if config.huge_pages and _fresh_pages.advisable():
+            stack.enter_context(_large_buffers_on_huge_pages())
         if config.batch_kernels:
             stack.enter_context(kernels_built_together())
             if config.streaming_stores:
@@ -666,6 +674,7 @@ def _cache_tag() -> str:
         f":interleaved={config.interleaved_access}:lanes={config.lane_order}:shared={_SHARE_SUBEXPRESSIONS}"
         f":free_large={config.free_large_intermediates}:{streaming_cache_tag()}"
         f":bf16_rounding={_kernel_batches._ROUND_BF16_IN_ONE_INSTRUCTION}"
+        f":huge_pages={config.huge_pages and _fresh_pages.advisable()}"
     )
 
 
@@ -779,6 +788,50 @@ def _large_intermediates_freed() -> Iterator[None]:
             self._set_flush_status(True)
 
     with patched_for_this_thread((scheduling, "codegen_node", codegen_node)):
+        yield
+
+
+#: The name the generated wrapper calls ``_fresh_pages.on_huge_pages`` by.
+_ON_HUGE_PAGES = "torchcx_on_huge_pages"
+
+
+@contextlib.contextmanager
+def _large_buffers_on_huge_pages() -> Iterator[None]:
+    """Note [Large buffers on huge pages] (torchcx/_fresh_pages.py; upstream: ``ADJUSTMENTS``)."""
+    adjustment = "Large buffers on huge pages"
+    try:
+        from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+        from torch._inductor.utils import sympy_product
+        from torch._inductor.virtualized import V
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.codegen.wrapper does not import")
+        yield
+        return
+    original = vars(PythonWrapperCodegen).get("make_buffer_allocation")
+    if original is None:
+        cannot_apply(adjustment, "PythonWrapperCodegen.make_buffer_allocation is missing")
+        yield
+        return
+
+    def large(buffer: Any) -> bool:
+        layout = buffer.get_layout()
+        pinned = getattr(buffer, "get_is_pinned", lambda: False)()  # (CUDA's host allocator's memory)
+        if buffer.get_device().type != "cpu" or pinned or getattr(layout, "size", None) is None:
+            return False
+        numel = V.graph.sizevars.optimization_hint(sympy_product(layout.size), fallback=0)
+        return int(numel) * buffer.get_dtype().itemsize >= _fresh_pages.HUGE_BUFFER_BYTES
+
+    def make_buffer_allocation(self: Any, buffer: Any) -> str:
+        line = original(self, buffer)
+        if not large(buffer):
+            return line
+        root = self.get_root_graph() if hasattr(self, "get_root_graph") else self
+        if not getattr(root, "_torchcx_huge_pages_imported", False):
+            root.header.writeline(f"from torchcx._fresh_pages import on_huge_pages as {_ON_HUGE_PAGES}")
+            root._torchcx_huge_pages_imported = True
+        return f"{line}; {_ON_HUGE_PAGES}({buffer.get_name()})"
+
+    with patched_for_this_thread((PythonWrapperCodegen, "make_buffer_allocation", make_buffer_allocation)):
         yield
 
 

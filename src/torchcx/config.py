@@ -104,6 +104,14 @@ free_large_intermediates: bool = True
 #: outputs are stored, never what is computed; it is part of the FX graph cache key.
 streaming_stores: bool = True
 
+#: Ask the kernel for transparent huge pages on each CPU buffer of 32 MiB or more that a
+#: compiled graph allocates (Note [Large buffers on huge pages] in torchcx/_fresh_pages.py):
+#: glibc maps such buffers afresh at every allocation, and 2 MiB pages fault them in with
+#: 512 times fewer faults. Only where huge pages are given on request (``madvise``, Linux).
+#: Not a compile setting: it changes how pages are mapped, never what is computed; it is
+#: part of the FX graph cache key.
+huge_pages: bool = True
+
 #: The settings that change what a compiled graph computes or the code generated for it.
 #: They are read once per compiled function (Note [Settings are part of what was compiled]).
 COMPILE_SETTINGS = (
