@@ -818,8 +818,8 @@ def _large_buffers_on_huge_pages() -> Iterator[None]:
         pinned = getattr(buffer, "get_is_pinned", lambda: False)()  # (CUDA's host allocator's memory)
         if buffer.get_device().type != "cpu" or pinned or getattr(layout, "size", None) is None:
             return False
-        numel = V.graph.sizevars.optimization_hint(sympy_product(layout.size), fallback=0)
-        return int(numel) * buffer.get_dtype().itemsize >= _fresh_pages.HUGE_BUFFER_BYTES
+        numel = int(V.graph.sizevars.optimization_hint(sympy_product(layout.size), fallback=0))
+        return numel > 0 and numel * buffer.get_dtype().itemsize >= _fresh_pages.HUGE_BUFFER_BYTES
 
     def make_buffer_allocation(self: Any, buffer: Any) -> str:
         line = original(self, buffer)

@@ -466,10 +466,14 @@ inline at::vec::VectorizedN<at::BFloat16, 1> round1(const at::vec::VectorizedN<f
   return at::vec::convert<at::BFloat16, 1, float, 1>(x);
 }
 #else
-inline at::vec::VectorizedN<at::BFloat16, 1> round2(const at::vec::VectorizedN<float, 2>& x) {
+// ATen's conversions themselves; templates, so that only those a kernel calls are compiled
+// (another vector width has other conversions).
+template <typename T>
+inline auto round2(const T& x) {
   return at::vec::convert<at::BFloat16, 1, float, 2>(x);
 }
-inline at::vec::VectorizedN<at::BFloat16, 1> round1(const at::vec::VectorizedN<float, 1>& x) {
+template <typename T>
+inline auto round1(const T& x) {
   return at::vec::convert<at::BFloat16, 1, float, 1>(x);
 }
 #endif
