@@ -395,16 +395,23 @@ _ATEN_SIN_COS = {
 def sines_and_cosines() -> str:
     """Note [Sines and cosines of one value]: the helper, where ATen's sines and cosines are
     the Sleef functions it replaces (else nothing, and one warning)."""
+    return _SINES_AND_COSINES if _aten_headers_have("Sines and cosines of one value", _ATEN_SIN_COS) else ""
+
+
+def _aten_headers_have(adjustment: str, lines_by_header: dict[str, tuple[str, ...]]) -> bool:
+    """Whether each of ATen's vector headers (``ATen/cpu/vec/<header>``) has each of its lines:
+    the code an adjustment replaces. Else False, and one warning naming the first missing line."""
     import torch
 
     root = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "cpu", "vec")
-    for header, calls in _ATEN_SIN_COS.items():
+    for header, lines in lines_by_header.items():
         path = Path(root, header)
         text = path.read_text() if path.is_file() else ""
-        if not all(call in text for call in calls):
-            cannot_apply("Sines and cosines of one value", f"ATen's {header} does not compute {' and '.join(calls)}")
-            return ""
-    return _SINES_AND_COSINES
+        missing = [line for line in lines if line not in text]
+        if missing:
+            cannot_apply(adjustment, f"ATen's {header} does not have {missing[0]!r}")
+            return False
+    return True
 
 
 _SIN_OR_COS = re.compile(r"^(\s*)auto (tmp\d+) = (tmp\d+)\.(sin|cos)\(\);$")
@@ -503,17 +510,7 @@ _ROUND_BF16_IN_ONE_INSTRUCTION = True
 
 @functools.cache
 def _bfloat16_rounding_checked() -> bool:
-    import torch
-
-    root = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "cpu", "vec")
-    for header, lines in _ATEN_BF16_ROUNDING.items():
-        path = Path(root, header)
-        text = path.read_text() if path.is_file() else ""
-        missing = [line for line in lines if line not in text]
-        if missing:
-            cannot_apply("Bfloat16 rounding in one instruction", f"ATen's {header} does not have {missing[0]!r}")
-            return False
-    return True
+    return _aten_headers_have("Bfloat16 rounding in one instruction", _ATEN_BF16_ROUNDING)
 
 
 def bfloat16_rounding() -> str:
