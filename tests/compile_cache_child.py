@@ -61,6 +61,22 @@ def main(out: str, salt: float) -> None:
     x, p, y = cplx(4, 6, seed=1), cplx(6, seed=2), cplx(4, 6, seed=3)
     x_eager = x.clone()
     expected = inplace_view(x_eager, p, y)
+    got = torchcx.compile(inplace_view)(x, p, y)
+    results["inplace_view"] = {
+        "values": bool(torch.allclose(got, expected)),
+        "input_written": bool(torch.allclose(x, x_eager)),
+        "aliases_input": got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(),
+        "view_of_input": got._base is x,
+        "strides": got.stride() == expected.stride(),
+    }
+    lowered_by("inplace_view", before)
+
+    def shared_view(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        t = torch.exp(a * salt)
+        return t, t[1:]  # Note [Outputs that alias each other]: t[1:] is replayed on t
+
+    before = lowered
+    a = cplx(4, 3, seed=9)
     runtimes: list[BoundaryRuntime] = []
     call = BoundaryRuntime.__call__
 
@@ -70,22 +86,20 @@ def main(out: str, salt: float) -> None:
 
     BoundaryRuntime.__call__ = spy
     try:
-        got = torchcx.compile(inplace_view)(x, p, y)
+        t, view = torchcx.compile(shared_view)(a)
     finally:
         BoundaryRuntime.__call__ = call
     replays = [r._replay for r in runtimes if r._replay is not None]
-    results["inplace_view"] = {
-        "values": bool(torch.allclose(got, expected)),
-        "input_written": bool(torch.allclose(x, x_eager)),
-        "aliases_input": got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(),
-        "view_of_input": got._base is x,
+    results["shared_view"] = {
+        "values": bool(torch.allclose(view, shared_view(a)[1])),
+        "view_of_output": view._base is t,
         # the view is replayed by the replay graph's generated forward: loaded from the cache,
         # the graph is a lazy GraphModule, whose stub forward would add a recompilation check
         # and nn.Module's __call__ to every call
         "replays_generated_code": bool(replays)
         and all(getattr(r, "__func__", None) is not _LazyGraphModule._lazy_forward for r in replays),
     }
-    lowered_by("inplace_view", before)
+    lowered_by("shared_view", before)
 
     def loss_of(w: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         return (torch.exp(1j * (a @ w).abs()) * salt).abs().pow(2).sum() + (a @ w).real.sum()

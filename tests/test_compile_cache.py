@@ -22,6 +22,7 @@ CHILD = os.path.join(os.path.dirname(__file__), "compile_cache_child.py")
 #: "backward_inside" is also the graph after its graph break
 PROGRAMS = {
     "inplace_view": (1, 1),
+    "shared_view": (1, 1),
     "gradients": (2, 1),
     "backward_inside": (3, 2),
     "small_contraction": (1, 1),

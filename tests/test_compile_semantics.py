@@ -232,6 +232,59 @@ def test_view_of_a_mutated_input_is_not_computed(dtype):
     assert output.args[0] in ((), []), output.args
 
 
+def _runtimes_of(fn, *args, **compile_kwargs):
+    """The BoundaryRuntimes a torchcx-compiled ``fn`` calls on ``args`` (twice), and its result."""
+    from torchcx._boundary.runtime import BoundaryRuntime
+
+    runtimes, call = [], BoundaryRuntime.__call__
+
+    def spy(self, *a):
+        runtimes.append(self)
+        return call(self, *a)
+
+    torch._dynamo.reset()
+    compiled = torchcx.compile(fn, **compile_kwargs)
+    BoundaryRuntime.__call__ = spy
+    try:
+        compiled(*args)
+        out = compiled(*args)
+    finally:
+        BoundaryRuntime.__call__ = call
+    return runtimes, out
+
+
+def test_views_of_inputs_are_left_to_aotautograd():
+    # Note [Views AOTAutograd regenerates]: AOTAutograd replays x[:, ::2] on x itself; the
+    # run time returns a placeholder of its shape instead of replaying it first.
+    def fn(x, phase, y):
+        x.mul_(phase)
+        x.add_(y)
+        return x[:, ::2], x
+
+    def expected_of(x, phase, y):
+        out = fn(x, phase, y)
+        assert out[0]._base is x and out[1] is x
+        return out
+
+    check_compiled(fn, lambda: (cplx(4, 6), cplx(6), cplx(4, 6)))  # values, aliasing, strides as eager
+    x, phase, y = cplx(4, 6), cplx(6), cplx(4, 6)
+    x_eager = x.clone()
+    runtimes, (view, same) = _runtimes_of(fn, x, phase, y)
+    expected_of(x_eager, phase, y)
+    expected = expected_of(x_eager, phase, y)
+    assert runtimes and all(r._replay is None and r._placeholders for r in runtimes)
+    assert view._base is x and same is x
+    torch.testing.assert_close(view, expected[0])
+    assert view.stride() == expected[0].stride() and view.storage_offset() == expected[0].storage_offset()
+    # Symbolic shapes, and an input that requires grad (a training graph), keep the replay.
+    for kwargs, args in (
+        ({"dynamic": True}, (cplx(4, 6), cplx(6), cplx(4, 6))),
+        ({}, (cplx(4, 6), cplx(6).requires_grad_(), cplx(4, 6))),
+    ):
+        runtimes, _ = _runtimes_of(lambda x, p, y: fn(x, p * 1, y), *args, **kwargs)
+        assert runtimes and all(r._replay is not None and not r._placeholders for r in runtimes), kwargs
+
+
 # -- outputs that are views of other outputs or of intermediates (Note [Outputs that alias each other])
 
 OUTPUT_ALIASES = {

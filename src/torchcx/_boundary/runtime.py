@@ -104,6 +104,7 @@ class BoundaryRuntime(_TorchcxOutputCode):
         "repeats",
         "base_sources",
         "output_strides",
+        "regenerated",
     )
 
     def __init__(
@@ -112,6 +113,7 @@ class BoundaryRuntime(_TorchcxOutputCode):
         spec: BoundarySpec,
         fallback_warnings: Sequence[tuple[str, str]] = (),
         output_strides: list[Any] | None = None,
+        regenerated: dict[int, tuple[tuple[int, ...], torch.dtype]] | None = None,
     ) -> None:
         self.inputs: list[InputSpec] = list(spec.inputs)
         self.constants = list(spec.constants)
@@ -128,6 +130,9 @@ class BoundaryRuntime(_TorchcxOutputCode):
         self.output_strides = [
             s if s is None or all(isinstance(v, int) for v in s) else None for s in output_strides or []
         ]
+        #: replayed output -> (shape, dtype): AOTAutograd regenerates each of the replayed outputs
+        #: and reads only its shape (Note [Views AOTAutograd regenerates], in backend.py)
+        self.regenerated = dict(regenerated or {})
         super().__init__(compiled, fallback_warnings)
 
     def _derive(self) -> None:
@@ -135,12 +140,17 @@ class BoundaryRuntime(_TorchcxOutputCode):
         # Per call, only what varies is looked at (small graphs run in microseconds, and
         # this wrapper is on every call): the complex inputs and how each crosses, and the
         # replay graph's generated code, called without nn.Module's call machinery.
-        self._complex_inputs = [(i, s.conj) for i, s in enumerate(self.inputs) if s.complex_dtype is not None]
+        self._complex_inputs = [
+            (i, s.conj, _layout.real_view(s.complex_dtype)) for i, s in enumerate(self.inputs) if s.complex_dtype
+        ]
         self._real_inputs = [i for i, s in enumerate(self.inputs) if s.complex_dtype is None]
         self._outputs = [
             (self.output_slot[i], dtype, self.output_conj[i]) for i, dtype in enumerate(self.output_dtypes)
         ]
-        replay = self.alias_replay
+        self._placeholders = [
+            (i, torch.empty(shape, dtype=dtype, device="meta")) for i, (shape, dtype) in self.regenerated.items()
+        ]
+        replay = None if self.regenerated else self.alias_replay
         if replay is not None and hasattr(replay, "real_recompile"):
             # Loaded from AOTAutograd's cache, the replay graph is a lazy GraphModule, whose
             # ``forward`` until recompiled is a stub that checks for recompilation and then calls
@@ -172,7 +182,7 @@ class BoundaryRuntime(_TorchcxOutputCode):
         args = call_args[0] if boxed else list(call_args)
         originals = list(args) if self._replay is not None else None
         real_args = list(args)
-        for i, conj in self._complex_inputs:
+        for i, conj, real_view in self._complex_inputs:
             value = args[i]
             if value.is_conj() != conj:
                 # A tangent need not have the conj bit AOTAutograd traced the backward with (that
@@ -182,7 +192,7 @@ class BoundaryRuntime(_TorchcxOutputCode):
                 # (resolve_conj would make it contiguous: a sliced FFT output's tangent failed
                 # Inductor's stride assertion).
                 value = _with_conj_bit(value, conj)
-            real_args[i] = _layout.to_real(value.conj() if conj else value)
+            real_args[i] = real_view(value.conj() if conj else value)
         written_back = _resolve_negations(args, real_args, self._real_inputs, self.mutated)
         args.clear()
         real_outs = self.compiled([*real_args, *self.constants] if self.constants else real_args)
@@ -191,6 +201,8 @@ class BoundaryRuntime(_TorchcxOutputCode):
         results: list[Any] = [
             None if slot is None else _from_real(real_outs[slot], dtype, conj) for slot, dtype, conj in self._outputs
         ]
+        for i, placeholder in self._placeholders:
+            results[i] = placeholder
         if originals is not None:
             bases = [
                 results[where] if kind == "output" else _from_real(real_outs[where], dtype, conj)
