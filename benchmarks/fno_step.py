@@ -18,7 +18,9 @@ complex64 words and a join moving each half; "scaled before transforms" without 
 factors after transforms] (the backward's loss gradient scaled in a pass of its own before the
 FFT); "skinny products as blocks" with Note [GEMM strategy rule] as it was before 2026-12-07
 (the weight gradients' products, 256 of 32x8 @ 8x32 with operands the backward computes, as
-one real GEMM on block operands instead of MKL's cgemm). All in
+one real GEMM on block operands instead of MKL's cgemm); "padded by the transform" with the
+inverse's zero columns added by irfft's own padding instead of a ``cat`` (Note [Truncated
+spectra]). All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -39,6 +41,7 @@ from _switched import compiled_with, parse_options, time_interleaved
 
 import torchcx
 import torchcx._boundary.retrace as retrace
+import torchcx._graph_passes as graph_passes
 import torchcx._inductor_patches as patches
 import torchcx.backend as backend
 import torchcx.ops.linalg as linalg
@@ -71,6 +74,7 @@ MODES = {
     "moves of halves": ((backend, "moves_on_words", lambda gm: 0),),
     "scaled before transforms": ((backend, "scalar_factors_after_transforms", lambda gm: 0),),
     "skinny products as blocks": ((linalg, "gemm_strategy", _skinny_products_as_blocks),),
+    "padded by the transform": ((graph_passes, "_PAD_AS_CAT", False),),
 }
 
 

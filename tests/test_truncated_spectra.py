@@ -14,6 +14,7 @@ n <= 48 in float32 the results agree to about 1e-6 of the largest value (atol be
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
@@ -278,3 +279,25 @@ def test_pruned_slices_counted_from_the_end_keep_their_modes() -> None:
         assert truncated_spectra(gm) == 1 and "pruned_" in gm.code, gm.code
         (actual,) = gm(arg)
         _close(actual, fn(arg), 2e-6)
+
+
+def test_pruned_inverse_pads_its_columns_without_a_gather() -> None:
+    # Note [Truncated spectra]: the kept columns reach the inverse column-major (the layout of
+    # the column FFT); padded by irfft itself, Inductor read them back element by element with
+    # a mask (``is_masked``), padded by a cat it transposes them in tiles and fills the zeros.
+    from torch._inductor.utils import run_and_get_code
+
+    layer = ReferenceSpectralConv(3, 5, None)
+    x = torch.randn(2, 3, 16, 20, generator=torch.Generator().manual_seed(4))
+    torch._dynamo.reset()
+    with torchcx.config.patch(fft_path="vendor"), torch._inductor.config.patch(force_disable_caches=True):
+        got, codes = run_and_get_code(torchcx.compile(layer), x)
+        assert any(_DESCRIBED["pruned"] in r for r in torchcx.explain(layer, x).rewrites)
+    _close(got, layer(x))
+    forward = codes[0]
+    # the kernel that writes the inverse's input: the last one called before the c2r extern
+    call = forward[forward.index("def call(") :]
+    kernel = re.findall(r"(cpp_fused_\w+)\(", call[: call.index("_fft_c2r")])[-1]
+    source = forward[forward.index(f"{kernel} = ") :]
+    source = source[: source.index("''')")]
+    assert "transpose_mxn" in source and "is_masked(" not in source, source

@@ -230,7 +230,13 @@ the half spectrum, the transforms are instead done one axis at a time with
 the columns pruned between them (``pruned_rfft2``: the real FFT along the
 last dim, cut to the kept columns, then the complex FFT along dim -2 of those
 columns alone; ``pruned_irfft2`` the reverse, with the zeros built only as
-wide as the kept columns). That is what ``rfft2``/``irfft2`` compute, stage
+wide as the kept columns, and the kept columns padded to the half spectrum by a ``cat``
+of them and the zero columns: Inductor generates irfft's own padding of a value laid
+out column-major for the column FFT as a masked gather, element by element (0.82 ms
+of the suite's 8.8 ms FNO step), and the ``cat`` as a tiled transpose and a fill
+(0.38 ms; one thread, 2026-12-07: the step 1.031x faster, median of the per-round
+ratios of ``python benchmarks/fno_step.py --rounds 21``, 1.043x and 1.022x in two
+other interleaved runs of 41 rounds). That is what ``rfft2``/``irfft2`` compute, stage
 by stage, less the column FFTs of modes that are dropped or zero, so the
 results agree with the vendor's 2-D transform to rounding (the vendor may
 order its sums differently). ``config.truncated_spectra = False`` keeps the
@@ -1278,7 +1284,17 @@ def pruned_irfft2(z: Tensor, m: int, norm: str | None) -> Tensor:
     """``torch.fft.irfft2(z', s=(n, m), norm=norm)`` where z' is ``z`` (..., n, c) padded with
     zero columns to m // 2 + 1: the complex inverse along dim -2 of the c columns, then the
     real inverse along the last dim, which pads them itself (Note [Truncated spectra])."""
-    return torch.fft.irfft(torch.fft.ifft(z, dim=-2, norm=norm), n=m, dim=-1, norm=norm)
+    y = torch.fft.ifft(z, dim=-2, norm=norm)
+    if _PAD_AS_CAT:
+        # irfft would pad y itself (constant_pad_nd), which Inductor generates as a masked
+        # gather of y's transposed columns; a cat is a tiled transpose and a fill
+        y = torch.cat([y, y.new_zeros(*y.shape[:-1], m // 2 + 1 - y.shape[-1])], -1)
+    return torch.fft.irfft(y, n=m, dim=-1, norm=norm)
+
+
+#: ``pruned_irfft2`` writes the zero columns as a ``cat`` (False: irfft's own padding; for
+#: benchmarks/fno_step.py only).
+_PAD_AS_CAT = True
 
 
 def _explicit_block(ndim: int, block: tuple[range, range]) -> tuple[slice, ...]:
