@@ -4,7 +4,8 @@
 
 "after" is torchcx as it is; "before" switches off the graph pass and the graph-reuse rule of
 Note [Heavy values computed once] that came with it (transcendental values read by several
-nodes stored once). Each workload of the suite (full sizes) is compiled both ways in one
+nodes stored once); "ones kept" has both but keeps the products by one the pass drops since
+2026-12-07 (exp's overflow scale, a ``where`` of a false mask and the number 1). Each workload of the suite (full sizes) is compiled both ways in one
 process, caches off, then timed with eager, interleaved round by round, one thread
 (``benchmarks/_switched.py``: the order changes every round, a sample is enough calls for
 20 ms). Prints the median and the fastest sample per mode.
@@ -20,15 +21,18 @@ from typing import Any
 import torch
 from _switched import compiled_with, parse_options, time_interleaved
 
+import torchcx._graph_passes as graph_passes
 import torchcx._inductor_patches as patches
 import torchcx.backend as backend
 from torchcx.bench.workloads import WORKLOADS
 
-
-def _compiled(program: Callable[..., Any], args: tuple[Any, ...], after: bool, tag: str) -> Callable[..., Any]:
-    """``program`` compiled by torchcx now, with the pass and the rule on (``after``) or off."""
-    off = [(backend, "imaginary_exponentials", lambda gm: 0), (patches, "_TRANSCENDENTAL", frozenset())]
-    return compiled_with(program, args, tag, [] if after else off)
+#: mode -> the switches set while it compiles
+MODES = {
+    "before": [(backend, "imaginary_exponentials", lambda gm: 0), (patches, "_TRANSCENDENTAL", frozenset())],
+    "ones kept": [(graph_passes, "_MULTIPLIES_BY_ONE", False)],
+    "after": [],
+}
+NAMES = ("eager", *MODES)
 
 
 def main() -> None:
@@ -41,17 +45,20 @@ def main() -> None:
         args = problem.make_args()
         tag = name.replace("-", "_")
         modes[(name, "eager")] = (problem.program, args)
-        modes[(name, "before")] = (_compiled(problem.program, args, False, f"{tag}_before"), args)
-        modes[(name, "after")] = (_compiled(problem.program, args, True, f"{tag}_after"), args)
+        for mode, switches in MODES.items():
+            modes[(name, mode)] = (
+                compiled_with(problem.program, args, f"{tag}_{mode.replace(' ', '_')}", switches),
+                args,
+            )
     samples, _ = time_interleaved(modes, options.rounds)
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms")
-    print("| workload | eager | before | after | after / before |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| workload | " + " | ".join(NAMES) + " | before / after | ones kept / after |")
+    print("| --- |" + " ---: |" * (len(NAMES) + 2))
     for name in options.workloads.split(","):
-        ms = {mode: statistics.median(samples[(name, mode)]) * 1e3 for mode in ("eager", "before", "after")}
-        fast = {mode: min(samples[(name, mode)]) * 1e3 for mode in ("eager", "before", "after")}
-        cells = " | ".join(f"{ms[m]:.2f} ({fast[m]:.2f})" for m in ("eager", "before", "after"))
-        print(f"| {name} | {cells} | {ms['before'] / ms['after']:.2f}x |")
+        ms = {mode: statistics.median(samples[(name, mode)]) * 1e3 for mode in NAMES}
+        fast = {mode: min(samples[(name, mode)]) * 1e3 for mode in NAMES}
+        cells = " | ".join(f"{ms[m]:.2f} ({fast[m]:.2f})" for m in NAMES)
+        print(f"| {name} | {cells} | {ms['before'] / ms['after']:.2f}x | {ms['ones kept'] / ms['after']:.3f}x |")
 
 
 if __name__ == "__main__":
