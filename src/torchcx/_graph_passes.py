@@ -1304,8 +1304,9 @@ def pruned_rfft2(x: Tensor, cols: int, norm: str | None) -> Tensor:
 
 def pruned_irfft2(z: Tensor, m: int, norm: str | None) -> Tensor:
     """``torch.fft.irfft2(z', s=(n, m), norm=norm)`` where z' is ``z`` (..., n, c) padded with
-    zero columns to m // 2 + 1: the complex inverse along dim -2 of the c columns, then the
-    real inverse along the last dim, which pads them itself (Note [Truncated spectra])."""
+    zero columns to m // 2 + 1: the complex inverse along dim -2 of the c columns, padded
+    with the zero columns by a ``cat``, then the real inverse along the last dim (Note
+    [Truncated spectra])."""
     y = torch.fft.ifft(z, dim=-2, norm=norm)
     if _PAD_AS_CAT:
         # irfft would pad y itself (constant_pad_nd), which Inductor generates as a masked

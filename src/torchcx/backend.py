@@ -555,9 +555,10 @@ def _input_outputs(kind: str) -> dict[int, int | None] | None:
 # metadata says it will do so for every replayed output (the output is the input, or a view
 # of it with recorded view functions of no symbolic argument, and view replay is on), the
 # run time returns a meta tensor of the output's shape in that slot instead of replaying
-# the views (3 of the in-place update's 29 us per call at 2^10 elements, measured
-# 2026-12-07). The result is AOTAutograd's regenerated view either way. Training graphs
-# and symbolic shapes keep the replay.
+# the views: the in-place update's call at 2^10 elements took 23.4 us against 28.1 us
+# replaying them (one thread, 2026-12-07, ``python benchmarks/call_overhead.py``). The
+# result is AOTAutograd's regenerated view either way. Training graphs and symbolic shapes
+# keep the replay.
 
 
 def _outputs_aot_regenerates(kind: str) -> frozenset[int]:
