@@ -527,21 +527,30 @@ def _fx_graph_cache_kept(gm: fx.GraphModule) -> Any:
     return torch._functorch.config.patch(bundled_autograd_cache=False)
 
 
+def _user_output_info(kind: str) -> dict[int, Any] | None:
+    """Graph output index -> AOTAutograd's ``OutputAliasInfo`` for each user output of the
+    forward or inference graph being compiled; None where its metadata is not at hand."""
+    context = torch._guards.TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None)
+    if kind == "backward" or meta is None:
+        return None
+    first = meta.num_mutated_inp_runtime_indices  # the graph returns those inputs' new values first
+    return {first + k: info for k, info in enumerate(meta.output_info)}
+
+
 def _input_outputs(kind: str) -> dict[int, int | None] | None:
     """Graph output index -> input index for each user output: the input AOTAutograd returns it
     as (or a view of), None for an output that aliases no input (Note [Written inputs
     returned]); None where its metadata is not at hand."""
     from torch._functorch._aot_autograd.schemas import OutputType
 
-    context = torch._guards.TracingContext.try_get()
-    meta = getattr(context, "fw_metadata", None)
-    if kind == "backward" or meta is None:
+    infos = _user_output_info(kind)
+    if infos is None:
         return None
-    first = meta.num_mutated_inp_runtime_indices  # the graph returns those inputs' new values first
     aliases = (OutputType.is_input, OutputType.alias_of_input)
     return {
-        first + k: info.base_idx if info.output_type in aliases and isinstance(info.base_idx, int) else None
-        for k, info in enumerate(meta.output_info)
+        i: info.base_idx if info.output_type in aliases and isinstance(info.base_idx, int) else None
+        for i, info in infos.items()
     }
 
 
@@ -566,21 +575,19 @@ def _outputs_aot_regenerates(kind: str) -> frozenset[int]:
     reading their values (Note [Views AOTAutograd regenerates])."""
     from torch._functorch._aot_autograd.schemas import OutputType
 
-    context = torch._guards.TracingContext.try_get()
-    meta = getattr(context, "fw_metadata", None)
-    if kind != "inference" or meta is None or not torch._functorch.config.view_replay_for_aliased_outputs:
+    infos = _user_output_info(kind)
+    if kind != "inference" or infos is None or not torch._functorch.config.view_replay_for_aliased_outputs:
         return frozenset()
-    first = meta.num_mutated_inp_runtime_indices
-    found = set()
-    for k, info in enumerate(meta.output_info):
-        views = info.view_meta_sequence
-        if info.output_type is OutputType.is_input or (
+    return frozenset(
+        i
+        for i, info in infos.items()
+        if info.output_type is OutputType.is_input
+        or (
             info.output_type is OutputType.alias_of_input
-            and views is not None
-            and not any(v.has_symbolic_inputs for v in views.sequence)
-        ):
-            found.add(first + k)
-    return frozenset(found)
+            and info.view_meta_sequence is not None
+            and not any(v.has_symbolic_inputs for v in info.view_meta_sequence.sequence)
+        )
+    )
 
 
 def _regenerated_shapes(spec: BoundarySpec, regenerated: frozenset[int]) -> dict[int, tuple[tuple[int, ...], Any]]:
