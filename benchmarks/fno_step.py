@@ -20,7 +20,9 @@ FFT); "skinny products as blocks" with Note [GEMM strategy rule] as it was befor
 (the weight gradients' products, 256 of 32x8 @ 8x32 with operands the backward computes, as
 one real GEMM on block operands instead of MKL's cgemm); "padded by the transform" with the
 inverse's zero columns added by irfft's own padding instead of a ``cat`` (Note [Truncated
-spectra]). All in
+spectra]); "merged dims gathered" without Note [Merged dims split before a copy] (the weight
+gradients' operands copied with each merged mode index split by division). ``--modes`` picks
+some of these (torchcx is always run). All in
 one process, caches off, static shapes, interleaved round by round (the order changed every
 round; each sample is enough calls for ``--sample-s``), one thread (one core for JAX too);
 median (fastest) ms per call, and the median over rounds of the ratio of each other torchcx
@@ -75,19 +77,27 @@ MODES = {
     "scaled before transforms": ((backend, "scalar_factors_after_transforms", lambda gm: 0),),
     "skinny products as blocks": ((linalg, "gemm_strategy", _skinny_products_as_blocks),),
     "padded by the transform": ((graph_passes, "_PAD_AS_CAT", False),),
+    "merged dims gathered": ((patches, "_merged_dims_split", contextlib.nullcontext),),
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", default="full")
+    parser.add_argument("--modes", default=None, help="comma-separated torchcx modes besides 'torchcx' (default: all)")
     options = parse_options(parser, sample_s=0.1)  # (a 20 ms sample would be one call, after another mode's)
     problem = WORKLOADS["fno"].build(options.scale, torch.device("cpu"))
     modes: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {"eager": (problem.program, problem.make_args())}
     default = torch.compile(problem.program, dynamic=False)
     modes["torch.compile"] = (default, problem.make_args())
     default(*modes["torch.compile"][1])
+    chosen = {"torchcx", *options.modes.split(",")} if options.modes else set(MODES)
+    unknown = chosen - set(MODES)
+    if unknown:
+        parser.error(f"unknown modes: {sorted(unknown)}")
     for mode, switches in MODES.items():
+        if mode not in chosen:
+            continue
         args = problem.make_args()
         tag = "".join(c if c.isalnum() else "_" for c in mode)
         modes[mode] = (compiled_with(problem.program, args, tag, switches), args)
@@ -98,7 +108,7 @@ def main() -> None:
     except Skipped as e:
         print(f"(jax.jit skipped: {e})")
     expected = problem.observe(modes["eager"][1], modes["eager"][0](*modes["eager"][1]))
-    for mode in MODES:
+    for mode in chosen:
         fn, args = modes[mode]
         for a, e in zip(problem.observe(args, fn(*args)), expected):
             torch.testing.assert_close(a, e, rtol=problem.tolerance, atol=problem.tolerance * e.abs().max().item())
@@ -115,7 +125,7 @@ def main() -> None:
         )
     # paired: the torchcx modes' samples of one round ran next to each other
     for mode in MODES:
-        if mode != "torchcx":
+        if mode != "torchcx" and mode in chosen:
             ratios = [other / it for other, it in zip(samples[mode], samples["torchcx"])]
             print(f"{mode} / torchcx, per round: median {statistics.median(ratios):.3f}")
 

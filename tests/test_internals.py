@@ -124,6 +124,11 @@ MISSING = [
         lambda mp: mp.delattr(_ir().ExternKernel, "require_strides"),
     ),
     (
+        "Merged dims split before a copy",
+        _inductor_patches._merged_dims_split,
+        lambda mp: mp.delattr(_ir().ExternKernel, "require_strides"),
+    ),
+    (
         "Vectorized bitcasts",
         _inductor_patches._vectorized_bitcasts,
         lambda mp: mp.setattr(_cpp(), "CppVecOverrides", None),
@@ -394,6 +399,36 @@ def test_reshaped_extern_inputs_realized_in_their_own_shape(monkeypatch):
     gemm = next(line for line in code.splitlines() if "'aten::bmm.default'" in line)
     assert "[reinterpret_tensor(buf" in gemm and "div_floor_integer" not in code
     assert "div_floor_integer" in code_without
+
+
+def test_merged_dims_split_before_a_copy(monkeypatch):
+    # Note [Merged dims split before a copy]: in an FNO layer's backward, the weight gradient's
+    # batched GEMM takes each corner of the output gradient's spectrum flattened to (modes, batch,
+    # channels); its copy is run over the two mode dims the flattening merged (and tiled), where
+    # without the adjustment each merged mode index was split by division and modulo.
+    from torchcx.bench.workloads.fno import SpectralConv2d
+
+    torch.manual_seed(0)
+    layer = SpectralConv2d(16, 16, 8, 8)
+    x = torch.randn(8, 16, 32, 32)  # (a batch of 8: MKL's GEMM, not the planar one of the cat test)
+
+    def step(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(layer(x).pow(2).sum(), (layer.weights1, layer.weights2))
+
+    with torchcx.config.patch(fft_path="vendor"):
+        grads, code = compiled(step, x)
+        monkeypatch.setattr(_inductor_patches, "_merged_dims_split", contextlib.nullcontext)
+        grads_without, code_without = compiled(step, x)
+    for grad, without, expected in zip(grads, grads_without, step(x)):
+        # FFTs and sums of products: float32 rounding relative to the largest term
+        torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-5 * expected.abs().max().item())
+        torch.testing.assert_close(grad, without, rtol=0, atol=0)  # the same values, moved differently
+
+    def backward(code: str) -> str:
+        return next(part for part in code.split("# AOT ID:") if "_backward']" in part.split("\n", 1)[0])
+
+    assert "div_floor_integer" not in backward(code) and "transpose_mxn<int64_t" in backward(code)
+    assert "div_floor_integer" in backward(code_without)
 
 
 def test_all_adjustments_apply_on_this_torch(caplog, fresh_warnings):

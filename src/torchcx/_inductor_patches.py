@@ -22,7 +22,8 @@ lets graphs with nan constants compile (Note [Nan constants in index
 propagation]); one calls extern kernels without the dispatcher (Note [Extern
 calls without the dispatcher]); two compute a reshaped extern or cat operand in its own shape
 first (Notes [Reshaped extern inputs realized in their own shape] and [Reshaped cat inputs
-realized in their own shape]); the last installs Inductor's dtype rules once per compile
+realized in their own shape]); one copies an extern operand gathered through merged dims in
+loops over the dims it merges (Note [Merged dims split before a copy]); the last installs Inductor's dtype rules once per compile
 instead of once per emitted op (Note [Dtype rules built once]).
 
 Note [Vectorized bitcasts]
@@ -253,6 +254,25 @@ flexible, Inductor orders it as it reads, and the transposition moves into the c
 copy); its own loops tile the transposition, and the cat's copy reads it linearly (a tiled
 16x16 transpose). Only the FNO step of the suite has such an input; 1.03-1.05x per round.
 
+Note [Merged dims split before a copy]
+--------------------------------------
+Where an extern kernel's operand is not stored with the strides it asks for,
+``ExternKernel.require_strides`` copies it: one loop over the operand's own shape. When the
+operand reads its data through a reshape that merged dims whose strides do not merge (a
+permuted corner of an FFT's output, flattened into a batch of GEMMs), each merged index is
+split back by division and modulo inside that loop, so Inductor can neither vectorize it nor
+tile the transposition: a scalar gather with large strides on both sides. In the FNO's
+backward the weight gradient's operand is such a copy: 65,536 words per corner, read at
+``64*(m % 16) + m // 16`` from the inverse FFT's columns-outer output and written across a
+(256, 8, 32) row-major operand. While torchcx compiles, where the copy would be a gather
+(the test of Note [Reshaped cat inputs realized in their own shape]) and every divisor and
+modulus applied to a loop index divides that index's range, the copy runs over the dims the
+index merges (``m = 16*i + j``, each a loop of its own), its indices then affine, written
+with the strides the extern asked for split the same way; the extern gets a reinterpretation
+of that buffer in its own shape. The same elements move, with the same values; Inductor then
+tiles the transposition. Static shapes only; any other index, or a divisor that does not
+divide its range, leaves the copy as it was.
+
 Note [Dtype rules built once]
 ----------------------------
 Inductor's code generation asks ``DtypePropagationOpsHandler()`` for the type of every op
@@ -460,6 +480,11 @@ ADJUSTMENTS: dict[str, tuple[str, str]] = {
         "div mod, ConcatKernel realize_into slow copy); related: pytorch/pytorch#115217 (copy kernels of cat inputs)",
         "checked",
     ),
+    "Merged dims split before a copy": (
+        "no upstream issue found (searched pytorch/pytorch issues: inductor require_strides copy_input "
+        "div mod gather, cpp scalar loop ModularIndexing FloorDiv reshape permute copy, split merged dims)",
+        "checked",
+    ),
     "Dtype rules built once": (
         "pytorch/pytorch#192820 (skips the rebuild when op_dtype_propagation_rules is unchanged; after 2.13), "
         "after pytorch/pytorch#141882 made the handler a singleton whose __init__ still runs on each construction",
@@ -600,6 +625,7 @@ def inductor_patches() -> Iterator[None]:
         stack.enter_context(_direct_extern_calls())
         stack.enter_context(_reshaped_extern_inputs_realized())
         stack.enter_context(_reshaped_cat_inputs_realized())
+        stack.enter_context(_merged_dims_split())
         stack.enter_context(_dtype_rules_built_once())
         if config.free_large_intermediates:
             stack.enter_context(_large_intermediates_freed())
@@ -1299,6 +1325,150 @@ def _reshape_of_pointwise(ir: Any, x: Any, order: Any, exact_strides: Any) -> bo
     if exact_strides is not None:
         return ir.significant_strides_equal(exact_strides, ir.FlexibleLayout.contiguous_strides(size), size)
     return order is not None and list(order) == list(reversed(range(len(size))))
+
+
+@contextlib.contextmanager
+def _merged_dims_split() -> Iterator[None]:
+    """Note [Merged dims split before a copy] (no upstream issue found: ``ADJUSTMENTS``)."""
+    adjustment = "Merged dims split before a copy"
+    try:
+        from torch._inductor import dependencies, ir
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.ir or torch._inductor.dependencies does not import")
+        yield
+        return
+    names = ("TensorBox", "StorageBox", "Pointwise", "ReinterpretView", "FixedLayout", "FlexibleLayout")
+    if (
+        _own_classmethod(getattr(ir, "ExternKernel", None), "require_strides") is None
+        or not all(hasattr(ir, name) for name in names)
+        or not hasattr(dependencies, "extract_read_writes")
+    ):
+        cannot_apply(
+            adjustment, "ir.ExternKernel.require_strides, the IR classes it reads or extract_read_writes changed"
+        )
+        yield
+        return
+
+    def before(x: Any, order: Any = None, exact_strides: Any = None, **kwargs: Any) -> None:
+        # (a stored buffer, or a reinterpretation of one, is read linearly: not traced)
+        viewed = isinstance(getattr(x, "data", None), ir.BaseView) and not isinstance(x.data, ir.ReinterpretView)
+        computed = isinstance(getattr(x, "data", None), ir.StorageBox) and type(x.data.data) is ir.Pointwise
+        if (
+            isinstance(x, ir.TensorBox)
+            and (viewed or computed)
+            and not _reshape_of_pointwise(ir, x, order, exact_strides)
+        ):
+            _copy_over_merged_dims(dependencies, ir, x, order, exact_strides)
+
+    with _classmethod_preceded(ir.ExternKernel, "require_strides", before):
+        yield
+
+
+def _copy_over_merged_dims(dependencies: Any, ir: Any, x: Any, order: Any, exact_strides: Any) -> None:
+    """Where copying the TensorBox ``x`` with the strides asked for would be a gather through
+    merged dims, copy it in loops over those dims and make ``x`` a reinterpretation of that copy
+    (Note [Merged dims split before a copy])."""
+    import sympy
+
+    size = x.get_size()
+    if not all(isinstance(s, (int, sympy.Integer)) for s in size):
+        return  # static shapes only
+    size = [int(s) for s in size]
+    if exact_strides is not None:
+        strides = list(exact_strides)
+    elif order is not None:
+        strides = ir.FlexibleLayout.stride_ordered(size, order)
+    else:
+        return
+    if not all(isinstance(s, (int, sympy.Integer)) and int(s) > 0 for s in strides):
+        return
+    if not _gathers(dependencies, ir, x):
+        return
+    factors = _merged_factors(dependencies, ir, x, size)
+    if factors is None:
+        return
+    loader = x.make_loader()
+
+    def merged(index: list[Any]) -> list[Any]:
+        parts, out = iter(index), []
+        for dim_factors in factors:
+            value = 0
+            for factor in dim_factors:
+                value = value * factor + next(parts)
+            out.append(value)
+        return out
+
+    split_size = [f for dim_factors in factors for f in dim_factors]
+    split_strides = []
+    for stride, dim_factors in zip(strides, factors):
+        inner = [int(stride)]
+        for factor in reversed(dim_factors[1:]):
+            inner.append(inner[-1] * factor)
+        split_strides.extend(reversed(inner))
+    copy = ir.Pointwise.create(
+        device=x.get_device(), dtype=x.get_dtype(), inner_fn=lambda index: loader(merged(index)), ranges=split_size
+    )
+    if not _affine_reads(dependencies, ir, copy, split_size):
+        return
+    storage = copy.data
+    storage.realize()
+    storage.data.freeze_layout_with_exact_strides(split_strides)
+    layout = ir.FixedLayout(x.get_device(), x.get_dtype(), size, [int(s) for s in strides], 0)
+    x.data = ir.ReinterpretView(data=storage, layout=layout)
+
+
+def _merged_factors(dependencies: Any, ir: Any, x: Any, size: list[int]) -> list[list[int]] | None:
+    """Per dim of ``x``, the sizes of the dims its reads divide it into (outermost first), from
+    every ``FloorDiv(v, d)`` and ``ModularIndexing(v, d, k)`` of a loop index ``v`` in them;
+    None where a division takes anything but a loop index, or a divisor does not divide its
+    range."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
+        rw = dependencies.extract_read_writes(x.make_loader(), size)
+    dims = {var: i for i, var in enumerate(rw.range_vars) if isinstance(var, sympy.Symbol)}
+    cuts: dict[int, set[int]] = {i: set() for i in dims.values()}
+    for dep in rw.reads:
+        index = getattr(dep, "index", None)
+        if not isinstance(index, sympy.Expr):
+            continue
+        for term in sympy.preorder_traversal(index):
+            if not isinstance(term, (FloorDiv, ModularIndexing)):
+                continue
+            base, *rest = term.args
+            if base not in dims or not all(isinstance(a, sympy.Integer) for a in rest):
+                return None
+            divisor = int(rest[0])
+            cuts[dims[base]].update(
+                [divisor, divisor * int(rest[1])] if isinstance(term, ModularIndexing) else [divisor]
+            )
+    factors: list[list[int]] = []
+    for i, n in enumerate(size):
+        bounds = sorted(b for b in cuts.get(i, ()) if 1 < b < n)
+        if any(n % b for b in bounds) or any(b % a for a, b in zip(bounds, bounds[1:])):
+            return None
+        edges = [1, *bounds, n]
+        factors.append([edges[j + 1] // edges[j] for j in reversed(range(len(edges) - 1))])
+    return factors if any(len(f) > 1 for f in factors) else None
+
+
+def _affine_reads(dependencies: Any, ir: Any, copy: Any, size: list[int]) -> bool:
+    """Whether every read of ``copy`` (a pointwise over the split dims) is free of division and
+    modulo once simplified with its loops' ranges."""
+    import sympy
+    from torch._inductor.virtualized import V
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
+        rw = dependencies.extract_read_writes(copy.make_loader(), size)
+    for dep in rw.reads:
+        index = getattr(dep, "index", None)
+        if isinstance(index, sympy.Expr):
+            simplified = V.graph.sizevars.simplify_with_ranges(index, rw.var_ranges)
+            if simplified.has(FloorDiv, ModularIndexing):
+                return False
+    return True
 
 
 def _extern_call_line(node: Any, writeline: Any) -> None:
