@@ -270,8 +270,12 @@ modulus applied to a loop index divides that index's range, the copy runs over t
 index merges (``m = 16*i + j``, each a loop of its own), its indices then affine, written
 with the strides the extern asked for split the same way; the extern gets a reinterpretation
 of that buffer in its own shape. The same elements move, with the same values; Inductor then
-tiles the transposition. Static shapes only; any other index, or a divisor that does not
-divide its range, leaves the copy as it was.
+tiles the transposition. Only where every dim split off is a whole number of Inductor's tiles
+(16 lanes with AVX-512, 8 with AVX2): neuraloperator's FNO with 24 x 13 kept modes has 42
+such copies per compile, and split there its forward and backward took 1.03x longer (1.01x
+for TFNO; 11 interleaved rounds), the 13-wide dims leaving every tile a scalar tail. Static
+shapes only; any other index, or a divisor that does not divide its range, leaves the copy
+as it was.
 
 Note [Dtype rules built once]
 ----------------------------
@@ -1385,8 +1389,13 @@ def _copy_over_merged_dims(dependencies: Any, ir: Any, x: Any, order: Any, exact
     if not _gathers(dependencies, ir, x):
         return
     factors = _merged_factors(dependencies, ir, x, size)
-    if factors is None:
-        return
+    tile = _vector_tile()
+    if (
+        factors is None
+        or not tile
+        or any(f % tile for dim_factors in factors if len(dim_factors) > 1 for f in dim_factors)
+    ):
+        return  # (split dims in whole tiles only: Note [Merged dims split before a copy])
     loader = x.make_loader()
 
     def merged(index: list[Any]) -> list[Any]:
@@ -1415,6 +1424,17 @@ def _copy_over_merged_dims(dependencies: Any, ir: Any, x: Any, order: Any, exact
     storage.data.freeze_layout_with_exact_strides(split_strides)
     layout = ir.FixedLayout(x.get_device(), x.get_dtype(), size, [int(s) for s in strides], 0)
     x.data = ir.ReinterpretView(data=storage, layout=layout)
+
+
+def _vector_tile() -> int:
+    """The side of Inductor's CPU tiles (its vector lanes for float32), 0 without a vector ISA."""
+    try:
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        isa = pick_vec_isa()
+        return int(isa.nelements()) if isa else 0
+    except Exception:  # pragma: no cover - Inductor's layout changed: no split
+        return 0
 
 
 def _merged_factors(dependencies: Any, ir: Any, x: Any, size: list[int]) -> list[list[int]] | None:
