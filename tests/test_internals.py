@@ -333,18 +333,27 @@ def test_reshaped_cat_inputs_realized_in_their_own_shape(monkeypatch):
     # its operand (a cat) through a reshape merging the two mode dims; the corner is computed
     # first, row-major, in its own (tiled) loops, where without the adjustment the cat
     # gathered it with each merged mode index split by division.
+    code, code_without = _fno_backward_with_and_without(monkeypatch, "_reshaped_cat_inputs_realized", modes=8, batch=2)
+    assert "div_floor_integer" not in code
+    assert "div_floor_integer" in code_without
+
+
+def _fno_backward_with_and_without(monkeypatch, adjustment: str, modes: int, batch: int) -> tuple[str, str]:
+    """The backward's code of an FNO layer's weight gradients (16 channels, a 32x32 grid)
+    compiled with and then without the adjustment ``adjustment`` (a context manager of
+    ``_inductor_patches``), the gradients checked against eager's and bit-identical both ways."""
     from torchcx.bench.workloads.fno import SpectralConv2d
 
     torch.manual_seed(0)
-    layer = SpectralConv2d(16, 16, 8, 8)
-    x = torch.randn(2, 16, 32, 32)
+    layer = SpectralConv2d(16, 16, modes, modes)
+    x = torch.randn(batch, 16, 32, 32)
 
     def step(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return torch.autograd.grad(layer(x).pow(2).sum(), (layer.weights1, layer.weights2))
 
     with torchcx.config.patch(fft_path="vendor"):
         grads, code = compiled(step, x)
-        monkeypatch.setattr(_inductor_patches, "_reshaped_cat_inputs_realized", contextlib.nullcontext)
+        monkeypatch.setattr(_inductor_patches, adjustment, contextlib.nullcontext)
         grads_without, code_without = compiled(step, x)
     for grad, without, expected in zip(grads, grads_without, step(x)):
         # FFTs and sums of products: float32 rounding relative to the largest term
@@ -354,8 +363,7 @@ def test_reshaped_cat_inputs_realized_in_their_own_shape(monkeypatch):
     def backward(code: str) -> str:
         return next(part for part in code.split("# AOT ID:") if "_backward']" in part.split("\n", 1)[0])
 
-    assert "div_floor_integer" not in backward(code)
-    assert "div_floor_integer" in backward(code_without)
+    return backward(code), backward(code_without)
 
 
 def test_dtype_rules_built_once(monkeypatch):
@@ -408,30 +416,10 @@ def test_merged_dims_split_before_a_copy(monkeypatch):
     # without the adjustment each merged mode index was split by division and modulo.
     if not _inductor_patches._vector_tile():
         pytest.skip("Inductor has no vector ISA on this machine: nothing is tiled, nothing split")
-    from torchcx.bench.workloads.fno import SpectralConv2d
-
-    torch.manual_seed(0)
     # (16 modes: whole 16x16 tiles; a batch of 8: MKL's GEMM, not the planar one of the cat test)
-    layer = SpectralConv2d(16, 16, 16, 16)
-    x = torch.randn(8, 16, 32, 32)
-
-    def step(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return torch.autograd.grad(layer(x).pow(2).sum(), (layer.weights1, layer.weights2))
-
-    with torchcx.config.patch(fft_path="vendor"):
-        grads, code = compiled(step, x)
-        monkeypatch.setattr(_inductor_patches, "_merged_dims_split", contextlib.nullcontext)
-        grads_without, code_without = compiled(step, x)
-    for grad, without, expected in zip(grads, grads_without, step(x)):
-        # FFTs and sums of products: float32 rounding relative to the largest term
-        torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-5 * expected.abs().max().item())
-        torch.testing.assert_close(grad, without, rtol=0, atol=0)  # the same values, moved differently
-
-    def backward(code: str) -> str:
-        return next(part for part in code.split("# AOT ID:") if "_backward']" in part.split("\n", 1)[0])
-
-    assert "div_floor_integer" not in backward(code) and "transpose_mxn<int64_t" in backward(code)
-    assert "div_floor_integer" in backward(code_without)
+    code, code_without = _fno_backward_with_and_without(monkeypatch, "_merged_dims_split", modes=16, batch=8)
+    assert "div_floor_integer" not in code and "transpose_mxn<int64_t" in code
+    assert "div_floor_integer" in code_without
 
 
 def test_all_adjustments_apply_on_this_torch(caplog, fresh_warnings):

@@ -1162,20 +1162,14 @@ def _direct_extern_calls() -> Iterator[None]:
 def _reshaped_extern_inputs_realized() -> Iterator[None]:
     """Note [Reshaped extern inputs realized in their own shape] (no upstream issue found:
     ``ADJUSTMENTS``)."""
-    adjustment = "Reshaped extern inputs realized in their own shape"
-    try:
-        from torch._inductor import ir
-    except ImportError:  # pragma: no cover - Inductor's layout changed
-        cannot_apply(adjustment, "torch._inductor.ir does not import")
-        yield
-        return
     names = ("TensorBox", "View", "StorageBox", "Pointwise", "FlexibleLayout", "significant_strides_equal")
-    if _own_classmethod(getattr(ir, "ExternKernel", None), "require_strides") is None or not all(
-        hasattr(ir, name) for name in names
-    ):
-        cannot_apply(adjustment, "ir.ExternKernel.require_strides, or the IR classes it reads, changed")
+    modules = _ir_modules(
+        "Reshaped extern inputs realized in their own shape", "ExternKernel", "require_strides", names, traces=False
+    )
+    if modules is None:
         yield
         return
+    _, ir = modules
 
     def before(x: Any, order: Any = None, exact_strides: Any = None, **kwargs: Any) -> None:
         if _reshape_of_pointwise(ir, x, order, exact_strides):
@@ -1217,22 +1211,12 @@ def _dtype_rules_built_once() -> Iterator[None]:
 def _reshaped_cat_inputs_realized() -> Iterator[None]:
     """Note [Reshaped cat inputs realized in their own shape] (no upstream issue found:
     ``ADJUSTMENTS``)."""
-    adjustment = "Reshaped cat inputs realized in their own shape"
-    try:
-        from torch._inductor import dependencies, ir
-    except ImportError:  # pragma: no cover - Inductor's layout changed
-        cannot_apply(adjustment, "torch._inductor.ir or torch._inductor.dependencies does not import")
-        yield
-        return
     names = ("TensorBox", "BaseView", "View", "ReinterpretView", "StorageBox", "Pointwise")
-    if (
-        _own_classmethod(getattr(ir, "ConcatKernel", None), "realize_into") is None
-        or not all(hasattr(ir, name) for name in names)
-        or not hasattr(dependencies, "extract_read_writes")
-    ):
-        cannot_apply(adjustment, "ir.ConcatKernel.realize_into, the IR classes it reads or extract_read_writes changed")
+    modules = _ir_modules("Reshaped cat inputs realized in their own shape", "ConcatKernel", "realize_into", names)
+    if modules is None:
         yield
         return
+    dependencies, ir = modules
 
     def before(src: Any, dst: Any) -> None:
         base = _pointwise_under_merging_reshape(ir, src)
@@ -1244,6 +1228,28 @@ def _reshaped_cat_inputs_realized() -> Iterator[None]:
 
     with _classmethod_preceded(ir.ConcatKernel, "realize_into", before):
         yield
+
+
+def _ir_modules(
+    adjustment: str, owner: str, method: str, names: tuple[str, ...], traces: bool = True
+) -> tuple[Any, Any] | None:
+    """Inductor's ``dependencies`` and ``ir`` modules for an adjustment that precedes
+    ``ir.<owner>.<method>`` (an own classmethod) and reads the IR classes ``names`` (and, where
+    it ``traces`` loaders, ``extract_read_writes``); None, after the adjustment's one warning,
+    where any is missing."""
+    try:
+        from torch._inductor import dependencies, ir
+    except ImportError:  # pragma: no cover - Inductor's layout changed
+        cannot_apply(adjustment, "torch._inductor.ir or torch._inductor.dependencies does not import")
+        return None
+    if (
+        _own_classmethod(getattr(ir, owner, None), method) is None
+        or not all(hasattr(ir, name) for name in names)
+        or (traces and not hasattr(dependencies, "extract_read_writes"))
+    ):
+        cannot_apply(adjustment, f"ir.{owner}.{method}, the IR classes it reads or extract_read_writes changed")
+        return None
+    return dependencies, ir
 
 
 def _own_classmethod(owner: Any, name: str) -> classmethod | None:
@@ -1334,24 +1340,12 @@ def _reshape_of_pointwise(ir: Any, x: Any, order: Any, exact_strides: Any) -> bo
 @contextlib.contextmanager
 def _merged_dims_split() -> Iterator[None]:
     """Note [Merged dims split before a copy] (no upstream issue found: ``ADJUSTMENTS``)."""
-    adjustment = "Merged dims split before a copy"
-    try:
-        from torch._inductor import dependencies, ir
-    except ImportError:  # pragma: no cover - Inductor's layout changed
-        cannot_apply(adjustment, "torch._inductor.ir or torch._inductor.dependencies does not import")
-        yield
-        return
     names = ("TensorBox", "StorageBox", "Pointwise", "ReinterpretView", "FixedLayout", "FlexibleLayout")
-    if (
-        _own_classmethod(getattr(ir, "ExternKernel", None), "require_strides") is None
-        or not all(hasattr(ir, name) for name in names)
-        or not hasattr(dependencies, "extract_read_writes")
-    ):
-        cannot_apply(
-            adjustment, "ir.ExternKernel.require_strides, the IR classes it reads or extract_read_writes changed"
-        )
+    modules = _ir_modules("Merged dims split before a copy", "ExternKernel", "require_strides", names)
+    if modules is None:
         yield
         return
+    dependencies, ir = modules
 
     def before(x: Any, order: Any = None, exact_strides: Any = None, **kwargs: Any) -> None:
         # (a stored buffer, or a reinterpretation of one, is read linearly: not traced)
