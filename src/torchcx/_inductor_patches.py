@@ -23,8 +23,9 @@ propagation]); one calls extern kernels without the dispatcher (Note [Extern
 calls without the dispatcher]); two compute a reshaped extern or cat operand in its own shape
 first (Notes [Reshaped extern inputs realized in their own shape] and [Reshaped cat inputs
 realized in their own shape]); one copies an extern operand gathered through merged dims in
-loops over the dims it merges (Note [Merged dims split before a copy]); the last installs Inductor's dtype rules once per compile
-instead of once per emitted op (Note [Dtype rules built once]).
+loops over the dims it merges (Note [Merged dims split before a copy]); the last installs
+Inductor's dtype rules once per compile instead of once per emitted op (Note [Dtype rules
+built once]).
 
 Note [Vectorized bitcasts]
 --------------------------
