@@ -422,6 +422,32 @@ def test_merged_dims_split_before_a_copy(monkeypatch):
     assert "div_floor_integer" in code_without
 
 
+@pytest.mark.parametrize("perm", [(2, 3, 0, 1), (3, 2, 0, 1)], ids=["rows-outer", "columns-outer"])
+def test_merged_dims_split_for_any_order_of_the_merged_dims(perm, monkeypatch):
+    # Note [Merged dims split before a copy], on a corner of an FFT's output permuted either way,
+    # flattened and negated before a batched GEMM: the copy is split (no division in the code)
+    # and the product is eager's.
+    if not _inductor_patches._vector_tile():
+        pytest.skip("Inductor has no vector ISA on this machine: nothing is tiled, nothing split")
+
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        corner = torch.fft.fft(x, dim=-2)[:, :, :16, :32].permute(*perm)
+        return torch.bmm(-corner.reshape(512, 4, 16), w)
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, 64, 64, dtype=torch.complex64, generator=g)
+    w = torch.randn(512, 16, 8, dtype=torch.complex64, generator=g)
+    with torchcx.config.patch(fft_path="vendor"):
+        out, code = compiled(fn, x, w)
+        monkeypatch.setattr(_inductor_patches, "_merged_dims_split", contextlib.nullcontext)
+        _, code_without = compiled(fn, x, w)
+    expected = fn(x, w)
+    # sums of 16 products of FFT outputs: float32 rounding relative to the largest term
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5 * expected.abs().max().item())
+    assert "div_floor_integer" not in code
+    assert "div_floor_integer" in code_without
+
+
 def test_all_adjustments_apply_on_this_torch(caplog, fresh_warnings):
     # On the torch they were written for, every adjustment applies: no warning at all.
     x = torch.randn(64, dtype=torch.complex64)
