@@ -1221,7 +1221,7 @@ def _reshaped_cat_inputs_realized() -> Iterator[None]:
 
     def before(src: Any, dst: Any) -> None:
         base = _pointwise_under_merging_reshape(ir, src)
-        if base is not None and _gathers(dependencies, ir, src):
+        if base is not None and _gathers(_traced(dependencies, ir, src.make_loader(), src.get_size()).reads):
             # in its own, row-major shape (left flexible, Inductor orders it as its reads):
             # the reshape then reads it through a linear index
             base.realize()
@@ -1294,18 +1294,22 @@ def _pointwise_under_merging_reshape(ir: Any, x: Any) -> Any:
     return None
 
 
-def _gathers(dependencies: Any, ir: Any, x: Any) -> bool:
-    """Whether copying ``x`` elementwise would be a gather: what it reads is indexed by division
-    or modulo, and along the copy's innermost dim some read is not contiguous (or is itself
-    divided), so Inductor can neither vectorize the copy nor tile it. Division in an outer
-    dim alone (a broadcast reshaped) costs little and is left as it is."""
+def _traced(dependencies: Any, ir: Any, loader: Callable[..., Any], size: Any) -> Any:
+    """Inductor's ``ReadWrites`` of ``loader`` over ``size`` (its reads' indices, per dim its
+    loop index). Tracing a loader indexes buffers whose layout is not decided yet, as
+    Inductor's own read analysis does."""
+    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
+        return dependencies.extract_read_writes(loader, size)
+
+
+def _gathers(reads: Any) -> bool:
+    """Whether copying a value elementwise, ``reads`` its traced reads, would be a gather: what
+    it reads is indexed by division or modulo, and along the copy's innermost dim some read is
+    not contiguous (or is itself divided), so Inductor can neither vectorize the copy nor tile
+    it. Division in an outer dim alone (a broadcast reshaped) costs little and is left as it is."""
     import sympy
     from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-    # (tracing the loader indexes buffers whose layout is not decided yet, as Inductor's own
-    # read analysis does)
-    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
-        reads = dependencies.extract_read_writes(x.make_loader(), x.get_size()).reads
     indexed = [dep for dep in reads if isinstance(getattr(dep, "index", None), sympy.Expr)]
     if not any(dep.index.has(FloorDiv, ModularIndexing) for dep in indexed):
         return False
@@ -1381,9 +1385,10 @@ def _copy_over_merged_dims(dependencies: Any, ir: Any, x: Any, order: Any, exact
         return
     if not all(isinstance(s, (int, sympy.Integer)) and int(s) > 0 for s in strides):
         return
-    if not _gathers(dependencies, ir, x):
+    traced = _traced(dependencies, ir, x.make_loader(), size)
+    if not _gathers(traced.reads):
         return
-    factors = _merged_factors(dependencies, ir, x, size)
+    factors = _merged_factors(traced, size)
     tile = _vector_tile()
     if (
         factors is None
@@ -1432,16 +1437,14 @@ def _vector_tile() -> int:
         return 0
 
 
-def _merged_factors(dependencies: Any, ir: Any, x: Any, size: list[int]) -> list[list[int]] | None:
-    """Per dim of ``x``, the sizes of the dims its reads divide it into (outermost first), from
-    every ``FloorDiv(v, d)`` and ``ModularIndexing(v, d, k)`` of a loop index ``v`` in them;
-    None where a division takes anything but a loop index, or a divisor does not divide its
-    range."""
+def _merged_factors(rw: Any, size: list[int]) -> list[list[int]] | None:
+    """Per dim of a value of ``size`` whose traced reads are ``rw``, the sizes of the dims its
+    reads divide it into (outermost first), from every ``FloorDiv(v, d)`` and
+    ``ModularIndexing(v, d, k)`` of a loop index ``v`` in them; None where a division takes
+    anything but a loop index, or a divisor does not divide its range."""
     import sympy
     from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
-        rw = dependencies.extract_read_writes(x.make_loader(), size)
     dims = {var: i for i, var in enumerate(rw.range_vars) if isinstance(var, sympy.Symbol)}
     cuts: dict[int, set[int]] = {i: set() for i in dims.values()}
     for dep in rw.reads:
@@ -1475,8 +1478,7 @@ def _affine_reads(dependencies: Any, ir: Any, copy: Any, size: list[int]) -> boo
     from torch._inductor.virtualized import V
     from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
-    with unittest.mock.patch.object(ir.FlexibleLayout, "allow_indexing", True):
-        rw = dependencies.extract_read_writes(copy.make_loader(), size)
+    rw = _traced(dependencies, ir, copy.make_loader(), size)
     for dep in rw.reads:
         index = getattr(dep, "index", None)
         if isinstance(index, sympy.Expr):
