@@ -7,6 +7,7 @@ the ops Inductor traces into its loop bodies, counted against the nodes of the r
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from pathlib import Path
 
@@ -656,6 +657,80 @@ def test_sines_and_cosines_of_one_value_in_one_call(dtype):
     assert [len(c) for c in calls if c] == [1], "the sine and cosine of |x| are not one call"
     assert any(re.search(r"= tmp\d+\.sin\(\);", s) for s in sources), "the lone sine was paired"
     assert not any(re.search(r"= tmp\d+\.cos\(\);", s) for s in sources)
+
+
+def _ulps(got: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """|got - exact| in ULP of the float nearest ``exact`` (float64); 0 where equal (infinities too)."""
+    nearest = exact.float()
+    ulp = (torch.nextafter(nearest.abs(), torch.tensor(math.inf)) - nearest.abs()).double()
+    return torch.where(got.double() == exact, 0.0, (got.double() - exact).abs() / ulp)
+
+
+def _library_sources(builds):
+    sources = [Path(arg).read_text() for cmd in builds for arg in cmd.split() if arg.endswith(".main.cpp")]
+    isa = [re.search(r"-D\s*CPU_CAPABILITY_(\w+)", cmd) for cmd in builds]
+    return sources, any(m and m.group(1) in ("AVX512", "AVX2") for m in isa)
+
+
+def _polar_of_ones(t):
+    return torch.polar(torch.ones_like(t), t)
+
+
+# Arguments where Note [Float math in registers]'s sine and cosine must be right: signed zeros, a
+# subnormal, tiny values, quadrant boundaries, the last values below 125 and the first above (Sleef
+# from there), large values, infinities and nan.
+_SINCOS_EDGES = [0.0, -0.0, 1e-45, -1e-30, 1e-4, math.pi / 4, math.pi / 2, -math.pi, 3 * math.pi / 2, 124.99,
+                 -124.99, 125.0, 125.01, -200.0, 1e4, 1e30, math.inf, -math.inf, math.nan]  # fmt: skip
+
+
+@pytest.mark.parametrize("simdlen", [None, 256], ids=["widest", "256-bit"])
+def test_float_sines_and_cosines_in_registers(simdlen):
+    """Note [Float math in registers]: the sine and cosine of float vectors below 125 are computed
+    without a call, within the 3.5 ULP of ATen's Sleef functions (of float64's exact values), with
+    C99's special values; vectors holding larger or non-finite values take Sleef's call."""
+    g = torch.Generator().manual_seed(11)
+    near = torch.randint(-79, 80, (1024,), generator=g) * (math.pi / 2) + (torch.rand(1024, generator=g) - 0.5) * 1e-4
+    edges = torch.tensor(_SINCOS_EDGES).repeat_interleave(3)  # (lanes of 8 and 16: every vector mixes them)
+    t = torch.cat([torch.rand(4096, generator=g) * 250 - 125, near.float(), edges]).contiguous()
+    with torch._inductor.config.patch({"cpp.simdlen": simdlen}):
+        z, _, builds = compile_and_record_builds(_polar_of_ones, t, threads=1)
+    finite = t.isfinite()
+    for got, exact in ((z.imag, torch.sin(t.double())), (z.real, torch.cos(t.double()))):
+        assert _ulps(got[finite], exact[finite]).max() <= 3.5
+        assert bool(got[~finite].isnan().all())
+    assert bool(z.imag[t == 0].signbit().eq(t[t == 0].signbit()).all())  # sin(-0) = -0
+    sources, vectorized = _library_sources(builds)
+    if not vectorized:
+        pytest.skip("no vectorized kernels on this CPU")
+    assert any(re.search(r"torchcx_sincos::of\(tmp\d+\)", s) for s in sources), "no sine and cosine paired"
+    assert all("#define TORCHCX_FLOAT_MATH_IN_REGISTERS 1" in s for s in sources)
+
+
+@pytest.mark.parametrize("simdlen", [None, 256], ids=["widest", "256-bit"])
+def test_float_hypot_corrected_in_registers(simdlen):
+    """Note [Float math in registers]: |z| of complex64 vectors is the float hypot corrected in
+    float, within Sleef's 0.5001 ULP (eager's) of the exact value over the whole float range;
+    C99's hypot(inf, nan) = inf; lanes out of its range (a subnormal, a square past float's range,
+    an infinity, nan) take the hypot in double for their vector."""
+    edges = torch.tensor([0.0, -0.0, 1e-45, 1e-30, 1e-16, 1.0, 3.0, 1e16, 1e19, 3.4e38, math.inf, math.nan])
+    re_, im_ = (t.reshape(-1) for t in torch.meshgrid(edges, edges, indexing="ij"))
+    g = torch.Generator().manual_seed(12)
+    wide = (torch.randint(0, 0x7F800000, (2, 4096), generator=g, dtype=torch.int32)).view(torch.float32)
+    a = torch.rand(4096, generator=g) + 0.5
+    near = torch.stack([a, a * (1 + (torch.rand(4096, generator=g) - 0.5) * 1e-3)])  # (squares nearly tie)
+    normal = torch.randn(2, 4096, generator=g)
+    re_ = torch.cat([re_, wide[0], near[0], normal[0]])
+    im_ = torch.cat([im_, -wide[1], near[1], normal[1]])
+    with torch._inductor.config.patch({"cpp.simdlen": simdlen}):
+        got, _, builds = compile_and_record_builds(torch.abs, torch.complex(re_, im_), threads=1)
+    exact = torch.hypot(re_.double(), im_.double())
+    finite = exact.float().isfinite()  # (not: the value overflows float)
+    assert _ulps(got[finite], exact[finite]).max() <= 0.5001
+    assert torch.equal(got.isnan(), exact.isnan()) and bool((got[~finite & ~exact.isnan()] == math.inf).all())
+    sources, vectorized = _library_sources(builds)
+    if not vectorized:
+        pytest.skip("no vectorized kernels on this CPU")
+    assert any("torchcx_hypot::of(tmp" in s for s in sources), "the hypot is not corrected in float"
 
 
 def test_sine_and_cosine_paired_within_one_block():

@@ -164,7 +164,10 @@ and nothing overflows or underflows (float's range squared lies inside
 double's). C99 wants ``hypot(inf, nan) = inf`` where the sum is nan, so an
 infinite operand is blended in. glibc's scalar ``hypotf`` (``std::hypot``, the
 scalar loop's code) is the same formula, so vector body and scalar tail agree.
-The kernel took 2.5 ms (hypot 0.55 ms). float64 hypot keeps Sleef's.
+The kernel took 2.5 ms (hypot 0.55 ms). float64 hypot keeps Sleef's. In torchcx's
+kernel libraries on AVX-512 and AVX2, the hypot as emitted here is rewritten to one
+computed in float and corrected, with the same values and faster (Note [Float math in
+registers] in _kernel_batches.py); a kernel built alone keeps this one.
 
 Note [Reductions fused with their producers]
 --------------------------------------------
@@ -705,6 +708,7 @@ def _cache_tag() -> str:
         f":interleaved={config.interleaved_access}:lanes={config.lane_order}:shared={_SHARE_SUBEXPRESSIONS}"
         f":free_large={config.free_large_intermediates}:{streaming_cache_tag()}"
         f":bf16_rounding={_kernel_batches._ROUND_BF16_IN_ONE_INSTRUCTION}"
+        f":float_math={_kernel_batches._FLOAT_MATH_IN_REGISTERS}"
         f":huge_pages={config.huge_pages and _fresh_pages.advisable()}"
     )
 
@@ -887,15 +891,7 @@ def _hypot_in_double() -> contextlib.AbstractContextManager[None]:
                 and hasattr(kernel, "_get_num_vectors")
             ):
                 return original(a, b)
-            n = kernel._get_num_vectors(torch.float32)
-            wide = f"at::vec::convert<double, {2 * n}, float, {n}>"
-            return (
-                f"[&] {{ using V = std::decay_t<decltype({a})>; "
-                f"auto a = {wide}({a}); auto b = {wide}({b}); "
-                f"V r = at::vec::convert<float, {n}, double, {2 * n}>((a * a + b * b).sqrt()); "
-                "V inf(std::numeric_limits<float>::infinity()); "
-                f"return V::blendv(r, inf, (V({a}).abs() == inf) | (V({b}).abs() == inf)); }}()"
-            )
+            return _kernel_batches.hypot_in_double(a, b, kernel._get_num_vectors(torch.float32))
 
         return hypot
 

@@ -92,7 +92,8 @@ computes both of one float or double vector, the library computes them with one 
 Sleef's ``sincosf`` (3.5 ULP) or ``sincos`` (1 ULP), the same bounds (AVX-512 and AVX2; the
 last bit may differ from the separate functions': a different evaluation, within the same
 bound), and several vectors of them (a complex128 kernel's step of 16 doubles) one call
-per vector. Other types keep the two calls, through the same helper. A lone sine or cosine
+per vector; float vectors below 125 in magnitude without a call since (Note [Float math in
+registers], below). Other types keep the two calls, through the same helper. A lone sine or cosine
 is left alone: ``sincosf`` costs more than either (0.52 against 0.32 and 0.34 ms for 2^20
 floats in a C++ loop; for 2^19 doubles, sine and cosine 1.37 ms, ``sincos`` 0.85). Only
 where ATen's functions are the ones replaced (read from its headers; else nothing changes,
@@ -108,6 +109,46 @@ elementwise chain 1.11-1.14x faster from 2^16 to 2^20 elements, 1.04x at 2^14 an
 A/A spread); the NLS solver 1.12x; the MLP step, the rotary embedding with its frequencies
 in the graph and modReLU layers, whose sines and cosines are of few values or none, within
 noise.
+
+Note [Float math in registers]
+------------------------------
+The suite's elementwise chain (``z = x*y + exp(1j*|x|)``, 2^20 complex64 elements) spends
+most of its one kernel in two functions of each float vector: the hypot of Note [Hypot of
+floats in double] (_inductor_patches.py: two square roots of 8 doubles per 16 floats) and
+the sine and cosine of one Sleef ``sincosf`` call (above). Its kernel alone in a C++ loop
+(one thread, AMD Zen 4, 2026-12-07): 1.90-1.98 ms per call; 1.02 ms with neither function
+(its loads, stores and reduction: about the memory's time), 1.22 ms without the sine and
+cosine, 1.18 ms without the hypot. In libraries, with AVX-512 or AVX2:
+
+* **The hypot of floats corrected in float.** With x = max(|a|, |b|) and y the other,
+  h = sqrt(fma(x, x, y*y)) is within about one ULP; h - (h^2 - x^2 - y^2) / 2h is the exact
+  modulus rounded once but for a few halfway cases in 2^30, as C. F. Borges showed for this
+  correction ("An improved algorithm for hypot(a, b)", 2019), the residual computed exactly to
+  its last rounding: h_sq - x_sq is exact (Sterbenz: x^2 <= h^2 <= 2 x^2) and fma gives the
+  errors of h^2 and x^2. The division is a reciprocal estimate refined by one Newton step (the
+  estimate alone, 2^-14, misrounded 38 of 4 million random pairs). A vector with a lane
+  outside 2^-50 <= x <= 2^50 and not 0 (where a square or its error would leave float's normal
+  range), or an infinity or a nan, takes the hypot in double. On 2^24 random pairs over the
+  whole float range and 2^24 with nearly equal parts, every value was the double formula's,
+  the exact modulus rounded once (``python benchmarks/float_math.py --accuracy``). The
+  kernel as Inductor emits it keeps the double formula (a kernel built alone, or by
+  AOTInductor, has no helpers); each library rewrites it to ``torchcx_hypot::of``.
+* **The sine and cosine without a call.** Where every lane of a float vector is below 125
+  in magnitude, ``torchcx_sincos::of`` reduces it by pi/2 (Cody-Waite, three parts of pi/2,
+  exact products for |q| <= 80) and evaluates two polynomials torchcx fitted (sine of degree 7
+  in r, cosine of 8), then swaps and signs them by quadrant; other vectors call Sleef's
+  ``sincosf``, as before. Largest error over every float in [0, 125), against float64's
+  sine and cosine: 2.07 ULP (sine) and 2.04 (cosine), within the 3.5-ULP bound of ATen's
+  vectorized ``sin``/``cos`` that Inductor's kernels use and of ``sincosf`` (measured: up
+  to 2.19 and 2.50 ULP on samples); eager's complex ``exp`` calls Sleef's 1-ULP ``sincosf``,
+  eager's real ``sin`` MKL (0.60 ULP measured). Double vectors keep Sleef's ``sincos``.
+
+Lane tests and selections are written per instruction set (``torchcx_lanes``): at::vec's
+compares return vectors of all-ones lanes, turned back into masks by its blends, and written
+so the same helpers ran 4-5% slower in this kernel (1.73-1.76 against 1.66 ms). The chain's
+kernel: 1.90-1.98 ms before, 1.66-1.71 ms with both (1.16-1.21x); whole programs in
+``benchmarks/float_math.py``. ``_FLOAT_MATH_IN_REGISTERS = False`` (that benchmark's other
+mode) keeps the double hypot and the ``sincosf`` call.
 
 Note [Bfloat16 rounding in one instruction]
 -------------------------------------------
@@ -214,6 +255,8 @@ def library_source(kernels: Sequence[tuple[Sequence[str], str]]) -> str:
         body = _ENTRY.sub("void kernel(", "\n".join(lines), count=1)
         if sines_and_cosines():
             body = sine_and_cosine_once(body)
+        if hypots():
+            body = hypots_corrected(body)
         if bfloat16_rounding():
             body = bfloat16_rounded_in_one_instruction(body)
         body = streamed(body)
@@ -224,7 +267,9 @@ def library_source(kernels: Sequence[tuple[Sequence[str], str]]) -> str:
         [
             *includes,
             transposes_64(),
+            float_lanes(),
             sines_and_cosines(),
+            hypots(),
             bfloat16_rounding(),
             STREAMING_HELPERS,
             *bodies,
@@ -340,7 +385,49 @@ def transposes_64() -> str:
     return _TRANSPOSES_64
 
 
-# Note [Sines and cosines of one value]: after the prefix, before the kernels.
+# Note [Float math in registers]: the lane tests and selections its helpers need, per
+# instruction set (at::vec's compare-and-blend goes through a vector of all-ones lanes, and
+# measured slower in these loops), after the prefix, before the helpers.
+_FLOAT_LANES = r"""
+#if INDUCTOR_USE_VECTOR_TYPES() && (defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2))
+namespace torchcx_lanes {
+using F = at::vec::Vectorized<float>;
+using I = at::vec::Vectorized<int32_t>;
+#if defined(CPU_CAPABILITY_AVX512)
+constexpr int kAll = 0xffff;
+inline int below(const F& x, float hi) { return _mm512_cmp_ps_mask(x, _mm512_set1_ps(hi), _CMP_LT_OQ); }
+inline int zero_or_from(const F& x, float lo) {
+  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(lo), _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ);
+}
+// b where q is odd, else a.
+inline F where_odd(const I& q, const F& a, const F& b) {
+  return _mm512_mask_blend_ps(_mm512_test_epi32_mask(q, _mm512_set1_epi32(1)), a, b);
+}
+// x where x is zero (keeping its sign), else a.
+inline F where_zero(const F& x, const F& a) {
+  return _mm512_mask_mov_ps(a, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), x);
+}
+inline F reciprocal_estimate(const F& d) { return _mm512_rcp14_ps(d); }  // to 2^-14
+#else
+constexpr int kAll = 0xff;
+inline int below(const F& x, float hi) { return _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(hi), _CMP_LT_OQ)); }
+inline int zero_or_from(const F& x, float lo) {
+  __m256 from = _mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ);
+  return _mm256_movemask_ps(_mm256_or_ps(from, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ)));
+}
+inline F where_odd(const I& q, const F& a, const F& b) {
+  return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(q, 31)));  // (by the sign bit)
+}
+inline F where_zero(const F& x, const F& a) {
+  return _mm256_blendv_ps(a, x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ));
+}
+inline F reciprocal_estimate(const F& d) { return _mm256_rcp_ps(d); }  // to 1.5 * 2^-12
+#endif
+}  // namespace torchcx_lanes
+#endif
+"""
+
+# Note [Sines and cosines of one value]: after the prefix and the lanes, before the kernels.
 _SINES_AND_COSINES = r"""
 namespace torchcx_sincos {
 template <typename T>
@@ -352,10 +439,10 @@ inline SinCos<T> of(const T& x) {
   return {x.sin(), x.cos()};
 }
 // One Sleef call for a vector of T: both results of sincos.
-#define TORCHCX_SINCOS(T, sincos)                                              \
-  inline SinCos<at::vec::Vectorized<T>> of(const at::vec::Vectorized<T>& x) { \
-    auto r = sincos(x);                                                        \
-    return {r.x, r.y};                                                         \
+#define TORCHCX_SINCOS(T, sincos)                                                    \
+  inline SinCos<at::vec::Vectorized<T>> sleef(const at::vec::Vectorized<T>& x) { \
+    auto r = sincos(x);                                                              \
+    return {r.x, r.y};                                                               \
   }
 #if INDUCTOR_USE_VECTOR_TYPES() && defined(CPU_CAPABILITY_AVX512)
 TORCHCX_SINCOS(float, Sleef_sincosf16_u35)
@@ -365,6 +452,48 @@ TORCHCX_SINCOS(float, Sleef_sincosf8_u35)
 TORCHCX_SINCOS(double, Sleef_sincosd4_u10)
 #endif
 #undef TORCHCX_SINCOS
+#if INDUCTOR_USE_VECTOR_TYPES() && (defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2))
+inline SinCos<at::vec::Vectorized<double>> of(const at::vec::Vectorized<double>& x) {
+  return sleef(x);
+}
+// Note [Float math in registers]. x = q pi/2 + r, |r| <= pi/4 (q rounded to nearest): pi/2
+// in three parts (16, 16 and 24 bits), so that q * part 1 and q * part 2 are exact for |q|
+// <= 80 and each fma removes its part with one rounding; sin r = r + r^3 P(r^2) and
+// cos r = 1 + r^2 Q(r^2) (P of degree 2 and Q of 3, least-error fits by torchcx on
+// |r| <= pi/4, which add under 0.1 ULP before rounding); then the quadrant q mod 4 swaps
+// them and sets their signs. |x| >= 125 (where q * part 2 is no longer exact), an
+// infinity or a nan: Sleef's sincosf for the whole vector.
+inline SinCos<at::vec::Vectorized<float>> of(const at::vec::Vectorized<float>& x) {
+#if TORCHCX_FLOAT_MATH_IN_REGISTERS
+  using F = at::vec::Vectorized<float>;
+  using I = at::vec::Vectorized<int32_t>;
+  if (torchcx_lanes::below(x.abs(), 125.f) != torchcx_lanes::kAll) {
+    return sleef(x);
+  }
+  F q = (x * F(0.636619772f)).round();
+  F r = at::vec::fmadd(q, F(-1.570770263671875f), x);
+  r = at::vec::fmadd(q, F(-2.6063062250614166e-05f), r);
+  r = at::vec::fmadd(q, F(-6.07710062827671e-11f), r);
+  F u = r * r;
+  F p = at::vec::fmadd(u, F(-1.9587983842939138e-04f), F(8.332748897373676e-03f));
+  p = at::vec::fmadd(u, p, F(-0.166666641831398f));
+  F s = at::vec::fmadd(r * u, p, r);
+  F c = at::vec::fmadd(u, F(2.4463852241751738e-05f), F(-1.388759003020823e-03f));
+  c = at::vec::fmadd(u, c, F(4.166664928197861e-02f));
+  c = at::vec::fmadd(u, c, F(-0.5f));
+  c = at::vec::fmadd(u, c, F(1.f));
+  I quadrant = at::vec::convert<int32_t>(q);
+  F sin = torchcx_lanes::where_odd(quadrant, s, c);
+  F cos = torchcx_lanes::where_odd(quadrant, c, s);
+  // The sine is negative in quadrants 2 and 3, the cosine in 1 and 2: bit 1 of q, of q + 1.
+  sin = sin ^ at::vec::cast<float>((quadrant & I(2)) << I(30));
+  cos = cos ^ at::vec::cast<float>(((quadrant + I(1)) & I(2)) << I(30));
+  return {torchcx_lanes::where_zero(x, sin), cos};  // sin(-0) = -0, where r is +0
+#else
+  return sleef(x);
+#endif
+}
+#endif
 #if INDUCTOR_USE_VECTOR_TYPES()
 // Several vectors (a complex128 kernel's doubles, 16 to a step): each vector as above.
 template <typename T, int N>
@@ -379,6 +508,52 @@ inline SinCos<at::vec::VectorizedN<T, N>> of(const at::vec::VectorizedN<T, N>& x
 }
 #endif
 }  // namespace torchcx_sincos
+"""
+
+# Note [Float math in registers]: the hypot of float vectors, as emitted (in double) and as
+# corrected in float, after the lanes, before the kernels.
+_HYPOTS = r"""
+#if INDUCTOR_USE_VECTOR_TYPES()
+namespace torchcx_hypot {
+inline at::vec::Vectorized<float> in_double(const at::vec::Vectorized<float>& re, const at::vec::Vectorized<float>& im) {
+  return HYPOT_IN_DOUBLE;
+}
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+// Note [Float math in registers]: h = sqrt(x^2 + y^2) in float (x = max(|a|, |b|), y the
+// other), then h - (h^2 - x^2 - y^2) / 2h, the residual exact to its rounding: h_sq - x_sq
+// is exact (Sterbenz: x^2 <= h^2 <= 2 x^2), fma gives the exact errors of h^2 and x^2, and
+// the reciprocal is an estimate refined by one Newton step (to about 2^-24; its error enters
+// at 2^-24 of it). Where every lane has 2^-50 <= x <= 2^50 or x = 0 (the squares and their
+// errors normal or zero): else, or for an infinity or a nan, in double.
+inline at::vec::Vectorized<float> of(const at::vec::Vectorized<float>& a, const at::vec::Vectorized<float>& b) {
+  using F = at::vec::Vectorized<float>;
+  F x = at::vec::clamp_min(a.abs(), b.abs()), y = at::vec::clamp_max(a.abs(), b.abs());
+  // (|a| + |b|: a nan in either, which the max and min may drop)
+  if ((torchcx_lanes::below(a.abs() + b.abs(), 0x1p50f) & torchcx_lanes::zero_or_from(x, 0x1p-50f)) !=
+      torchcx_lanes::kAll) {
+    return in_double(a, b);
+  }
+  F h = at::vec::fmadd(x, x, y * y).sqrt();
+  F h_sq = h * h, x_sq = x * x;
+  F residual = at::vec::fmadd(-y, y, h_sq - x_sq) + (at::vec::fmsub(h, h, h_sq) - at::vec::fmsub(x, x, x_sq));
+  F d = at::vec::clamp_min(h + h, F(std::numeric_limits<float>::min()));  // (h = 0: residual 0)
+  F inverse = torchcx_lanes::reciprocal_estimate(d);
+  inverse = at::vec::fmadd(inverse, at::vec::fmadd(-d, inverse, F(1.f)), inverse);
+  return at::vec::fmadd(-residual, inverse, h);
+}
+#else
+inline at::vec::Vectorized<float> of(const at::vec::Vectorized<float>& a, const at::vec::Vectorized<float>& b) {
+  return in_double(a, b);
+}
+#endif
+template <int N>
+inline at::vec::VectorizedN<float, N> of(const at::vec::VectorizedN<float, N>& a, const at::vec::VectorizedN<float, N>& b) {
+  at::vec::VectorizedN<float, N> r;
+  for (int i = 0; i < N; i++) r[i] = of(a[i], b[i]);
+  return r;
+}
+}  // namespace torchcx_hypot
+#endif
 """
 
 #: ATen's float and double sine and cosine, per vector header: the functions one ``sincos``
@@ -396,6 +571,54 @@ def sines_and_cosines() -> str:
     """Note [Sines and cosines of one value]: the helper, where ATen's sines and cosines are
     the Sleef functions it replaces (else nothing, and one warning)."""
     return _SINES_AND_COSINES if _aten_headers_have("Sines and cosines of one value", _ATEN_SIN_COS) else ""
+
+
+#: Note [Float math in registers]; switched off by a benchmark that compares with the calls.
+_FLOAT_MATH_IN_REGISTERS = True
+
+
+def float_lanes() -> str:
+    """Note [Float math in registers]: its switch and lane helpers, for the helpers after them."""
+    return f"#define TORCHCX_FLOAT_MATH_IN_REGISTERS {int(_FLOAT_MATH_IN_REGISTERS)}\n{_FLOAT_LANES}"
+
+
+def hypot_in_double(a: str, b: str, lanes: int) -> str:
+    """The vectorized float hypot of ``a`` and ``b`` (``lanes`` vectors each) as Note [Hypot of
+    floats in double] (_inductor_patches.py) emits it: ``sqrt(double(a)^2 + double(b)^2)``
+    rounded to float, an infinite operand blended in (C99: ``hypot(inf, nan) = inf``)."""
+    wide = f"at::vec::convert<double, {2 * lanes}, float, {lanes}>"
+    return (
+        f"[&] {{ using V = std::decay_t<decltype({a})>; "
+        f"auto a = {wide}({a}); auto b = {wide}({b}); "
+        f"V r = at::vec::convert<float, {lanes}, double, {2 * lanes}>((a * a + b * b).sqrt()); "
+        "V inf(std::numeric_limits<float>::infinity()); "
+        f"return V::blendv(r, inf, (V({a}).abs() == inf) | (V({b}).abs() == inf)); }}()"
+    )
+
+
+def _hypot_in_double_pattern() -> re.Pattern[str]:
+    a, b, n = "\x00A\x00", "\x00B\x00", 7919  # placeholders, replaced by groups below
+    pattern = re.escape(hypot_in_double(a, b, n))
+    for placeholder, name in ((a, "a"), (b, "b")):
+        escaped = re.escape(placeholder)
+        pattern = pattern.replace(escaped, f"(?P<{name}>[\\w:<>, ]+?)", 1).replace(escaped, f"(?P={name})")
+    for number in (str(2 * n), str(n)):
+        pattern = pattern.replace(number, r"\d+")
+    return re.compile(pattern)
+
+
+_HYPOT_IN_DOUBLE = _hypot_in_double_pattern()
+
+
+def hypots() -> str:
+    """Note [Float math in registers]: the hypot helper, where float math in registers is on."""
+    return _HYPOTS.replace("HYPOT_IN_DOUBLE", hypot_in_double("re", "im", 1)) if _FLOAT_MATH_IN_REGISTERS else ""
+
+
+def hypots_corrected(body: str) -> str:
+    """``body`` with each vectorized float hypot emitted in double computed by
+    ``torchcx_hypot::of`` (Note [Float math in registers])."""
+    return _HYPOT_IN_DOUBLE.sub(lambda m: f"torchcx_hypot::of({m.group('a')}, {m.group('b')})", body)
 
 
 def _aten_headers_have(adjustment: str, lines_by_header: dict[str, tuple[str, ...]]) -> bool:
