@@ -5,7 +5,9 @@
 "after" is torchcx as it is; "before" switches off the graph pass and the graph-reuse rule of
 Note [Heavy values computed once] that came with it (transcendental values read by several
 nodes stored once); "ones kept" has both but keeps the products by one the pass drops since
-2026-12-07 (exp's overflow scale, a ``where`` of a false mask and the number 1). Each workload of the suite (full sizes) is compiled both ways in one
+2026-12-07 (exp's overflow scale, a ``where`` of a false mask and the number 1); "phase products
+kept" keeps the products by ``e^(0 * t)`` of ``cos(t)`` and ``sin(t)`` and the blend that kept
+``sin(+-0)``'s sign, dropped since 2026-12-07 evening. Each workload of the suite (full sizes) is compiled each way in one
 process, caches off, then timed with eager, interleaved round by round, one thread
 (``benchmarks/_switched.py``: the order changes every round, a sample is enough calls for
 20 ms). Prints the median and the fastest sample per mode.
@@ -30,6 +32,7 @@ from torchcx.bench.workloads import WORKLOADS
 MODES = {
     "before": [(backend, "imaginary_exponentials", lambda gm: 0), (patches, "_TRANSCENDENTAL", frozenset())],
     "ones kept": [(graph_passes, "_MULTIPLIES_BY_ONE", False)],
+    "phase products kept": [(graph_passes, "_PHASES_AS_SINES", False)],
     "after": [],
 }
 NAMES = ("eager", *MODES)
@@ -52,13 +55,15 @@ def main() -> None:
             )
     samples, _ = time_interleaved(modes, options.rounds)
     print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms")
-    print("| workload | " + " | ".join(NAMES) + " | before / after | ones kept / after |")
-    print("| --- |" + " ---: |" * (len(NAMES) + 2))
+    others = [m for m in MODES if m != "after"]
+    print("| workload | " + " | ".join(NAMES) + " | " + " | ".join(f"{m} / after" for m in others) + " |")
+    print("| --- |" + " ---: |" * (len(NAMES) + len(others)))
     for name in options.workloads.split(","):
         ms = {mode: statistics.median(samples[(name, mode)]) * 1e3 for mode in NAMES}
         fast = {mode: min(samples[(name, mode)]) * 1e3 for mode in NAMES}
         cells = " | ".join(f"{ms[m]:.2f} ({fast[m]:.2f})" for m in NAMES)
-        print(f"| {name} | {cells} | {ms['before'] / ms['after']:.2f}x | {ms['ones kept'] / ms['after']:.3f}x |")
+        ratios = " | ".join(f"{ms[m] / ms['after']:.3f}x" for m in others)
+        print(f"| {name} | {cells} | {ratios} |")
 
 
 if __name__ == "__main__":

@@ -343,6 +343,7 @@ PHASES = {
     "exp(1j * |z|)": lambda z: torch.exp(1j * z.abs()),
     "nls step": lambda z: z * torch.exp(1j * z.abs() ** 2 * 0.01),
     "exp(-1j * re / 2)": lambda z: torch.exp(-1j * z.real / 2),  # through Smith's division
+    "exp(1j * im * 1e30)": lambda z: torch.exp(1j * z.imag * 1e30),  # (the phase overflows where im does not)
 }
 
 
@@ -388,6 +389,21 @@ def test_what_the_phase_pass_leaves_unused_is_not_lowered():
         torchcx.compile(PHASES["nls step"])(z)
     nodes = [n for g in report.graphs for n in g.real_graph.graph.nodes]
     assert nodes and not [n for n in nodes if n.op == "call_function" and not n.users and not n.is_impure()]
+
+
+def test_a_phase_is_its_sine_and_cosine():
+    # exp(1j * t) is cos(t) + 1j * sin(t) itself: the product by e^(0 * t), v + 1 after the pass
+    # (nan exactly where cos(t) and sin(t) are), and the blend that kept sin(+-0) = +-0, dropped.
+    from torchcx.explain import _capture
+
+    z = torch.randn(64, dtype=torch.complex64)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(force_disable_caches=True), _capture() as report:
+        torchcx.compile(PHASES["exp(1j * |z|)"])(z)
+    nodes = [n for g in report.graphs for n in g.real_graph.graph.nodes if n.op == "call_function"]
+    trig = [n for n in nodes if n.target in (torch.ops.aten.sin.default, torch.ops.aten.cos.default)]
+    assert len(trig) == 2
+    assert not [u for n in trig for u in n.users if u.target in (torch.ops.aten.mul.Tensor, torch.ops.aten.where.self)]
 
 
 def test_a_general_exponential_keeps_its_exp():
