@@ -116,15 +116,15 @@ The suite's elementwise chain (``z = x*y + exp(1j*|x|)``, 2^20 complex64 element
 most of its one kernel in two functions of each float vector: the hypot of Note [Hypot of
 floats in double] (_inductor_patches.py: two square roots of 8 doubles per 16 floats) and
 the sine and cosine of one Sleef ``sincosf`` call (above). Its kernel alone in a C++ loop
-(one thread, AMD Zen 4, 2026-12-07): 1.90-1.98 ms per call; 1.02 ms with neither function
-(its loads, stores and reduction: about the memory's time), 1.22 ms without the sine and
-cosine, 1.18 ms without the hypot. In libraries, with AVX-512 or AVX2:
+(one thread, a 2-core Intel Xeon VM with AVX-512, 2026-12-07): 1.90-1.98 ms per call;
+1.02 ms with neither function (its loads, stores, shuffles and reduction), 1.22 ms without
+the sine and cosine, 1.18 ms without the hypot. In libraries, with AVX-512 or AVX2:
 
 * **The hypot of floats corrected in float.** With x = max(|a|, |b|) and y the other,
-  h = sqrt(fma(x, x, y*y)) is within about one ULP; h - (h^2 - x^2 - y^2) / 2h is the exact
-  modulus rounded once but for a few halfway cases in 2^30, as C. F. Borges showed for this
-  correction ("An improved algorithm for hypot(a, b)", 2019), the residual computed exactly to
-  its last rounding: h_sq - x_sq is exact (Sterbenz: x^2 <= h^2 <= 2 x^2) and fma gives the
+  h = sqrt(fma(x, x, y*y)) is within about one ULP; h - (h^2 - x^2 - y^2) / 2h (the
+  correction C. F. Borges analyzed in "An improved algorithm for hypot(a, b)", 2019) is the
+  exact modulus rounded once in every case measured (below), the residual computed exactly
+  to its last rounding: h_sq - x_sq is exact (Sterbenz: x^2 <= h^2 <= 2 x^2) and fma gives the
   errors of h^2 and x^2. The division is a reciprocal estimate refined by one Newton step (the
   estimate alone, 2^-14, misrounded 38 of 4 million random pairs). A vector with a lane
   outside 2^-50 <= x <= 2^50 and not 0 (where a square or its error would leave float's normal
@@ -140,8 +140,9 @@ cosine, 1.18 ms without the hypot. In libraries, with AVX-512 or AVX2:
   ``sincosf``, as before. Largest error over every float in [0, 125), against float64's
   sine and cosine: 2.07 ULP (sine) and 2.04 (cosine), within the 3.5-ULP bound of ATen's
   vectorized ``sin``/``cos`` that Inductor's kernels use and of ``sincosf`` (measured: up
-  to 2.19 and 2.50 ULP on samples); eager's complex ``exp`` calls Sleef's 1-ULP ``sincosf``,
-  eager's real ``sin`` MKL (0.60 ULP measured). Double vectors keep Sleef's ``sincos``.
+  to 2.19 and 2.50 ULP on samples); eager's complex ``exp`` is glibc's ``cexpf`` element by
+  element (ATen's ``map(std::exp)``), eager's real ``sin`` measured 0.60 ULP. Double vectors
+  keep Sleef's ``sincos``.
 
 Lane tests and selections are written per instruction set (``torchcx_lanes``): at::vec's
 compares return vectors of all-ones lanes, turned back into masks by its blends, and written
