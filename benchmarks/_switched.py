@@ -176,3 +176,17 @@ def median_table(
         extra = "".join(f" | {ratio(ms):.3f}x" for ratio in ratios.values())
         lines.append(f"| {name} | {cells}{extra} |")
     return lines
+
+
+def print_switched_suite(
+    description: str,
+    modes: dict[str, Sequence[Switch]],
+    workloads: str,
+    sizes: str,
+    sweep_workloads: str,
+    ratios: dict[str, Any],
+) -> None:
+    """``switched_suite``'s run, printed as ``median_table``'s rows with these ``ratios``."""
+    options, built, samples, _ = switched_suite(description, modes, workloads, sizes, sweep_workloads)
+    print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms per call")
+    print("\n".join(median_table(built, samples, ("eager", *modes), ratios)))

@@ -14,7 +14,7 @@ median and the fastest sample per mode (ms per call). The compile time itself is
 
 from __future__ import annotations
 
-from _switched import median_table, switched_suite
+from _switched import print_switched_suite
 
 import torchcx.backend as backend
 
@@ -22,12 +22,14 @@ MODES = {"merged": [], "unmerged": [(backend, "_MERGE_REAL_GRAPHS", False)]}
 
 
 def main() -> None:
-    options, built, samples, _ = switched_suite(
-        __doc__, MODES, "elementwise,rope-fp32,rope-bf16,fno,mlp,quantum,matmul,nls", "", "elementwise,modrelu"
+    print_switched_suite(
+        __doc__,
+        MODES,
+        "elementwise,rope-fp32,rope-bf16,fno,mlp,quantum,matmul,nls",
+        "",
+        "elementwise,modrelu",
+        {"unmerged / merged": lambda ms: ms["unmerged"] / ms["merged"]},
     )
-    print(f"{options.threads} thread(s), median (fastest) of {options.rounds} rounds, ms per call")
-    ratios = {"unmerged / merged": lambda ms: ms["unmerged"] / ms["merged"]}
-    print("\n".join(median_table(built, samples, ("eager", *MODES), ratios)))
 
 
 if __name__ == "__main__":

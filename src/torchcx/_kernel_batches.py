@@ -130,7 +130,7 @@ the sine and cosine, 1.18 ms without the hypot. In libraries, with AVX-512 or AV
   outside 2^-50 <= x <= 2^50 and not 0 (where a square or its error would leave float's normal
   range), or an infinity or a nan, takes the hypot in double. On 2^24 random pairs over the
   whole float range and 2^24 with nearly equal parts, every value was the double formula's,
-  the exact modulus rounded once (``python benchmarks/float_math.py --accuracy``). The
+  the exact modulus rounded once (``python benchmarks/float_math_accuracy.py``). The
   kernel as Inductor emits it keeps the double formula (a kernel built alone, or by
   AOTInductor, has no helpers); each library rewrites it to ``torchcx_hypot::of``.
 * **The sine and cosine without a call.** Where every lane of a float vector is below 125
