@@ -859,16 +859,16 @@ def _finite(c: float | None) -> bool:
 
 def _sine_kept_at_zero(node: fx.Node, constant: Callable[[Any], float | None]) -> bool:
     """Whether ``node`` is ``where(w == 0, w, sin(w))``, which is ``sin(w)`` (C99: sin(+-0) is +-0)."""
-    cond, zero, other = node.args
+    cond, w, other = node.args
     return (
         isinstance(cond, fx.Node)
         and cond.target in (aten.eq.Scalar, aten.eq.Tensor)
         and not cond.kwargs
-        and cond.args[0] is zero
+        and cond.args[0] is w
         and constant(cond.args[1]) == 0.0
         and isinstance(other, fx.Node)
         and other.target is aten.sin.default
-        and other.args[0] is zero
+        and other.args[0] is w
         and _same_value_type(node, other)
     )
 
