@@ -979,7 +979,7 @@ def imaginary_exponentials(gm: fx.GraphModule) -> int:
                 if target is aten.div.Tensor or zero_or_nan(args[1]):
                     kind[node] = _ZERO_OR_NAN
                     if target is aten.div.Tensor:
-                        if args[0] in witness and _finite(constant(args[1])) and constant(args[1]) != 0.0:
+                        if args[0] in witness and _finite(c := constant(args[1])) and c != 0.0:
                             witness[node] = witness[args[0]]
                     elif all(a in witness or constant(a) == 0.0 for a in args):
                         witness[node] = frozenset().union(*(witness.get(a, frozenset()) for a in args))

@@ -611,9 +611,13 @@ def _hypot_in_double_pattern() -> re.Pattern[str]:
 _HYPOT_IN_DOUBLE = _hypot_in_double_pattern()
 
 
+#: The helper's source, its fallback the very formula it replaces (built once).
+_HYPOTS_SOURCE = _HYPOTS.replace("HYPOT_IN_DOUBLE", hypot_in_double("re", "im", 1))
+
+
 def hypots() -> str:
     """Note [Float math in registers]: the hypot helper, where float math in registers is on."""
-    return _HYPOTS.replace("HYPOT_IN_DOUBLE", hypot_in_double("re", "im", 1)) if _FLOAT_MATH_IN_REGISTERS else ""
+    return _HYPOTS_SOURCE if _FLOAT_MATH_IN_REGISTERS else ""
 
 
 def hypots_corrected(body: str) -> str:
